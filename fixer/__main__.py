@@ -1,0 +1,5 @@
+import sys
+
+from fixer.cli import main
+
+sys.exit(main())

@@ -1,0 +1,284 @@
+"""The `fixer` command line. Side effects (reading input, printing, exit codes) live here only.
+
+Exit codes, for scripts:
+  0  a KB entry matched (explain), or the command succeeded
+  1  a traceback was found but no KB entry matches it; `kb lint` found problems
+  2  bad usage or unreadable input (missing file, directory, binary data, broken KB)
+  3  no traceback or known error message in the input
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from fixer import __version__
+
+OK, NO_MATCH, USAGE, NO_TRACEBACK = 0, 1, 2, 3
+DEFAULT_EXAMPLE = "optimizer-state-after-resume"
+
+EPILOG = """\
+exit codes: 0 matched / success, 1 no KB entry matches (lint: problems found),
+2 bad usage or unreadable input, 3 no traceback found in the input.
+
+Plain `fixer` with piped input passes the text through live and explains the last
+traceback:  python train.py 2>&1 | fixer
+"""
+
+
+class CliError(Exception):
+    """A one-line error for the user, with the exit code to leave with."""
+
+    def __init__(self, message: str, code: int = USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's default prints usage; one line is kinder
+        raise CliError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="fixer",
+        description="Explain and fix PyTorch device-placement errors.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"fixer {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    explain = commands.add_parser(
+        "explain",
+        help="explain a traceback (file, '-' for stdin, or paste it)",
+        description="Find the traceback in FILE (or stdin) and rank its likely causes from the KB.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    explain.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback; '-' is stdin")
+    explain.add_argument("--top", type=_positive, default=3, metavar="N", help="candidates to show (default 3)")
+    explain.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+    explain.add_argument(
+        "--example",
+        nargs="?",
+        const=DEFAULT_EXAMPLE,
+        metavar="ID",
+        help=f"explain a real example traceback from the KB (default: {DEFAULT_EXAMPLE})",
+    )
+
+    show = commands.add_parser("show", help="show a KB entry", description="Show one KB entry in full.")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--json", action="store_true", help="the entry as JSON")
+
+    listing = commands.add_parser("list", help="list KB entries", description="List the KB entries.")
+    listing.add_argument("--json", action="store_true", help="ids and titles as JSON")
+
+    kb = commands.add_parser("kb", help="maintain the knowledge base", description="Maintain the KB.")
+    kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", parser_class=_Parser)
+    schema = kb_commands.add_parser(
+        "schema", help="write the entry JSON Schema", description="Write the JSON Schema of a KB entry."
+    )
+    schema.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
+    lint = kb_commands.add_parser(
+        "lint", help="check every entry", description="Check the KB; exits 1 on any problem."
+    )
+    lint.add_argument("--kb", metavar="DIR", help="KB directory (default: the installed KB)")
+    lint.add_argument("--json", action="store_true", help="problems as JSON")
+    return parser
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return number
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args_list)
+    except CliError as exc:
+        print(f"fixer: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("fixer: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        sys.stderr.close()  # a closed pager or `| head`: nothing left to say
+        return OK
+
+
+def _dispatch(argv: list[str]) -> int:
+    from fixer import textio
+
+    parser = build_parser()
+    if not argv:
+        if textio.stdin_is_terminal():
+            parser.print_help()
+            return USAGE
+        return _explain_text(_read_input("-", passthrough=True), top=3, as_json=False, passthrough=True)
+    args = parser.parse_args(argv)
+    if args.command == "explain":
+        if args.example:
+            text = _example_text(args.example)
+        else:
+            text = _read_input(args.file, passthrough=False)
+        return _explain_text(text, top=args.top, as_json=args.json, passthrough=False)
+    if args.command == "show":
+        return _show(args.id, as_json=args.json)
+    if args.command == "list":
+        return _list(as_json=args.json)
+    if args.command == "kb":
+        if args.kb_command == "schema":
+            return _schema(args.output)
+        if args.kb_command == "lint":
+            return _lint(args.kb, as_json=args.json)
+        parser.parse_args(["kb", "--help"])
+    parser.print_help()
+    return USAGE
+
+
+def _catalog():
+    from fixer.catalog import KBError, load
+
+    try:
+        catalog = load()
+    except KBError as exc:
+        raise CliError(str(exc)) from None
+    if catalog.problems:
+        print(
+            f"fixer: skipped {len(catalog.problems)} broken KB file(s); run `fixer kb lint`",
+            file=sys.stderr,
+        )
+    return catalog
+
+
+def _read_input(source: str, *, passthrough: bool) -> str:
+    from fixer import textio
+
+    try:
+        if source != "-":
+            return textio.read_file(source)
+        if textio.stdin_is_terminal():
+            print(
+                "Paste the traceback, then press Ctrl-D (Ctrl-Z then Enter on Windows):",
+                file=sys.stderr,
+            )
+        return textio.read_stdin(echo=passthrough)
+    except textio.InputError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _example_text(entry_id: str) -> str:
+    entry = _catalog().get(entry_id)
+    if entry is None:
+        raise CliError(f"no KB entry {entry_id!r}; `fixer list` shows the ids")
+    return entry.examples[0].traceback
+
+
+def _explain_text(text: str, *, top: int, as_json: bool, passthrough: bool) -> int:
+    from fixer.match import Matcher
+
+    if not text.strip():
+        if passthrough:
+            return OK
+        raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
+    result = Matcher(_catalog()).explain(text)
+    if as_json:
+        from fixer.report import explain_out
+
+        matches = result.matches[:top]
+        print(explain_out(result.traceback, result.evidence, matches).model_dump_json(indent=2))
+    else:
+        _print_explanation(result, top, passthrough)
+    if result.traceback is None:
+        return OK if passthrough else NO_TRACEBACK
+    return OK if result.matches else NO_MATCH
+
+
+def _print_explanation(result, top: int, passthrough: bool) -> None:
+    from fixer import render
+
+    out = render.console()
+    if passthrough:
+        out.rule("fixer")
+    if result.traceback is None:
+        if not passthrough:
+            print("fixer: no traceback or known error message found in the input", file=sys.stderr)
+        return
+    if not result.matches:
+        tb = result.traceback
+        out.print(render.error_header(tb))
+        reason = (
+            "the two sides differ only in dtype, not device: this is not a device-placement error"
+            if result.evidence is not None and result.evidence.dtype_only
+            else "no KB entry matches this error"
+        )
+        out.print(f"fixer: {reason}.")
+        return
+    out.print(render.explanation(result, top))
+
+
+def _show(entry_id: str, *, as_json: bool) -> int:
+    entry = _catalog().get(entry_id)
+    if entry is None:
+        raise CliError(f"no KB entry {entry_id!r}; `fixer list` shows the ids", NO_MATCH)
+    if as_json:
+        print(entry.model_dump_json(indent=2))
+        return OK
+    from fixer import render
+
+    render.console().print(render.entry_page(entry))
+    return OK
+
+
+def _list(*, as_json: bool) -> int:
+    entries = sorted(_catalog(), key=lambda e: e.id)
+    if as_json:
+        print(json.dumps([{"id": e.id, "title": e.title} for e in entries], indent=2))
+        return OK
+    from fixer import render
+
+    render.console().print(render.entry_list(entries))
+    return OK
+
+
+def _schema(output: str | None) -> int:
+    from fixer.schema import Entry
+
+    text = json.dumps(Entry.model_json_schema(), indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return OK
+    try:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}") from None
+    print(f"wrote {output}", file=sys.stderr)
+    return OK
+
+
+def _lint(kb_dir: str | None, *, as_json: bool) -> int:
+    from fixer.catalog import default_root
+    from fixer.lint import lint
+
+    root = Path(kb_dir) if kb_dir else default_root()
+    if not root.is_dir():
+        raise CliError(f"no knowledge base at {root}")
+    entries, problems = lint(root)
+    if as_json:
+        print(json.dumps({"entries": len(entries), "problems": [vars(p) for p in problems]}, indent=2))
+    else:
+        for problem in problems:
+            print(problem)
+        print(f"{len(entries)} entries, {len(problems)} problem(s)")
+    return NO_MATCH if problems else OK

@@ -1,0 +1,148 @@
+"""The facts a traceback gives about *where* tensors were: devices, the argument, the op, the libraries.
+
+Device messages come in many shapes across PyTorch versions (see shared/MESSAGES.md); each shape
+below says which device is the common one and which the odd one out, so the two wordings with
+flipped device order (`found at least two devices, A and B` vs. 2.8's `but got X is on B, different
+from other tensors on A`) yield the same facts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fixer.libraries import normalise_path
+from fixer.parse import Traceback
+
+DEVICE = r"(?:cpu|meta|(?:cuda|mps|xpu|npu|hpu|xla|privateuseone)(?::\d+)?)"
+_DEVICE_TOKEN = re.compile(rf"(?<![\w.'\"=(/-]){DEVICE}(?![\w-])")
+
+# Each shape names the groups it has: com (the common device), off (the odd one out), arg, op.
+# Type-name groups (com_type/off_type) carry legacy type names such as torch.cuda.FloatTensor.
+_SHAPES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.S)
+    for p in (
+        rf"but got (?P<arg>\w+) is on (?P<off>{DEVICE}), different from other tensors on (?P<com>{DEVICE})"
+        r"(?: \(when checking argument in method (?P<op>\w+)\))?",
+        rf"found at least two devices\s*,?\s*(?P<com>{DEVICE}) and (?P<off>{DEVICE})!?"
+        r"(?:\s*\(when checking (?:arugment|argument) for argument (?P<arg>\w+) in method (?P<op>\w+)\))?",
+        r"Device Propagation for (?P<op>aten\.\w+)(?:\.\w+)?, found two different devices "
+        rf"(?P<com>{DEVICE}), (?P<off>{DEVICE})",
+        rf"found input tensor at (?P<com>{DEVICE}) and (?P<arg>hidden|parameter) tensor at (?P<off>{DEVICE})",
+        r"Input type \((?P<com_type>[\w.:]+)\) and (?P<arg>weight|bias) type \((?P<off_type>[\w.:]+)\)",
+        rf"Received (?P<com>{DEVICE}) and (?P<off>{DEVICE})",
+        r"Tensor for (?:argument #\d+ )?'(?P<arg>\w+)' is on CPU,.*?expected (?:it|them) to be on GPU"
+        r"(?: \(while checking arguments for (?P<op>\w+)\))?",
+        r"Expected object of (?:device type|backend) (?P<com_type>\w+) but (?:got|found) "
+        r"(?:device type|backend) (?P<off_type>\w+) for argument #\d+ '(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
+        r"Expected object of type (?P<com_type>[\w.]+) but found type (?P<off_type>[\w.]+) "
+        r"for argument #\d+ '(?P<arg>\w+)'",
+        rf"expected device (?P<com>{DEVICE})(?: and dtype \w+)? but got device (?P<off>{DEVICE})",
+        rf"on device (?P<com>{DEVICE}) \(device_ids\[0\]\) but found one of them on device: (?P<off>{DEVICE})",
+        rf"can't convert (?P<off>{DEVICE}) device type tensor to numpy",
+        r"can't convert (?P<off_type>CUDA) tensor to numpy",
+        r"Expected a '(?P<com_type>\w+)' device type for generator but found '(?P<off_type>\w+)'",
+        rf"Tensor on device (?P<off>{DEVICE}) is not on the expected device (?P<com>{DEVICE})",
+        rf"Devices (?P<com>{DEVICE}) and (?P<off>{DEVICE}) are not equal",
+        rf"indices should be either on cpu or on the same device as the indexed tensor \((?P<com>{DEVICE})\)",
+    )
+)
+# Backend/dtype shapes of PyTorch 1.1-1.2 that fire for dtype-only mismatches too.
+_BACKEND_DTYPE = re.compile(
+    r"expected (?:backend|device) (?P<a>\S+) and dtype \w+ but got (?:backend|device) (?P<b>\S+) and dtype"
+)
+
+
+def device_kind(device: str) -> str:
+    """`cuda:1` -> `cuda`; legacy type and backend names -> their device kind."""
+    lowered = device.lower()
+    if lowered.startswith("torch.cuda.") or lowered in {"cuda", "gpu"} or lowered.startswith("cuda"):
+        return "cuda"
+    if lowered.startswith("mps"):
+        return "mps"
+    if lowered.startswith(("torch.", "cpu")) or lowered.endswith("tensor"):
+        return "cpu"
+    if lowered.startswith("c10::") or lowered in {"float", "double", "half"}:
+        return "dtype"
+    return lowered.split(":", 1)[0]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    exception: str | None
+    message: str
+    messages: tuple[str, ...]
+    devices: tuple[str, ...]
+    offending: str | None
+    common: str | None
+    argument: str | None
+    op: str | None
+    libraries: frozenset[str]
+    frame_lines: tuple[str, ...]
+    user_code: tuple[str, ...]
+    text: str
+    dtype_only: bool = False
+
+    @property
+    def device_kinds(self) -> tuple[str, ...]:
+        return tuple(sorted(device_kind(d) for d in self.devices))
+
+    @property
+    def offending_kind(self) -> str | None:
+        return device_kind(self.offending) if self.offending else None
+
+
+def normalise_op(raw: str | None) -> str | None:
+    """`wrapper_CUDA___fused_adamw_` -> `fused_adamw_`; `_th_addmm` -> `addmm`; `aten.mm` -> `mm`."""
+    if not raw:
+        return None
+    op = raw.removeprefix("aten.")
+    op = re.sub(r"^wrapper_(?:[A-Z][A-Za-z]*_)?", "", op)
+    op = re.sub(r"^_thnn_|^_th_", "", op)
+    return op.lstrip("_") or None
+
+
+def extract(tb: Traceback) -> Evidence:
+    messages = tuple(m for m in tb.messages if m)
+    joined = "\n".join(messages)
+    shape = next((m for p in _SHAPES if (m := p.search(joined))), None)
+    groups = shape.groupdict() if shape else {}
+    common = groups.get("com") or _kind_or_none(groups.get("com_type"))
+    offending = groups.get("off") or _kind_or_none(groups.get("off_type"))
+    devices = _distinct(
+        [d for d in (common, offending) if d] if shape else _DEVICE_TOKEN.findall(joined)
+    )
+    kinds = {device_kind(d) for d in devices}
+    backend = _BACKEND_DTYPE.search(joined)
+    dtype_only = bool(
+        (groups.get("com_type") and len(kinds) == 1)
+        or "dtype" in kinds
+        or (backend and device_kind(backend.group("a")) == device_kind(backend.group("b")))
+    )
+    frames = tb.all_frames
+    return Evidence(
+        exception=tb.exception,
+        message=tb.message,
+        messages=messages,
+        devices=devices,
+        offending=offending,
+        common=common,
+        argument=groups.get("arg"),
+        op=normalise_op(groups.get("op")),
+        libraries=frozenset(f.library for f in frames if f.library),
+        frame_lines=tuple(f"{normalise_path(f.path)}:{f.function or ''}: {f.code or ''}" for f in frames),
+        user_code=tuple(f.code for f in frames if f.is_user and f.code),
+        text=tb.text,
+        dtype_only=dtype_only,
+    )
+
+
+def _kind_or_none(type_name: str | None) -> str | None:
+    return device_kind(type_name) if type_name else None
+
+
+def _distinct(devices: list[str]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for device in devices:
+        seen.setdefault(device, None)
+    return tuple(seen)

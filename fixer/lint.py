@@ -1,0 +1,74 @@
+"""`fixer kb lint`: the checks that keep the KB one trustworthy source (rustc's tidy, for entries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fixer.catalog import Catalog, KBError, read_entry
+from fixer.match import Matcher
+from fixer.schema import Entry
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}"
+
+
+def lint(root: Path) -> tuple[list[Entry], list[Problem]]:
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    paths = sorted(root.glob("*.yaml"))
+    if not paths:
+        problems.append(Problem(str(root), "no *.yaml entries"))
+    for path in paths:
+        try:
+            entry = read_entry(path)
+        except KBError as exc:
+            problems.append(Problem(path.name, str(exc).removeprefix(f"{path.name}: ")))
+            continue
+        if entry.id != path.stem:
+            problems.append(Problem(path.name, f"id {entry.id!r} differs from the file name"))
+        entries.append(entry)
+    problems.extend(_cross_checks(entries))
+    return entries, problems
+
+
+def _cross_checks(entries: list[Entry]) -> list[Problem]:
+    problems: list[Problem] = []
+    ids = [e.id for e in entries]
+    for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(Problem(f"{duplicate}.yaml", "id used by more than one entry"))
+    known = set(ids)
+    for entry in entries:
+        file = f"{entry.id}.yaml"
+        for related in entry.related:
+            if related not in known:
+                problems.append(Problem(file, f"related entry {related!r} does not exist"))
+        if entry.fix.before.strip() == entry.fix.after.strip():
+            problems.append(Problem(file, "fix.before and fix.after are the same code"))
+        if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():
+            problems.append(Problem(file, "repro.code and repro.fixed are the same code"))
+    problems.extend(_examples_rank_first(entries))
+    return problems
+
+
+def _examples_rank_first(entries: list[Entry]) -> list[Problem]:
+    """Each real example must put its own entry first: the KB's own regression test."""
+    live = {e.id: e for e in entries if not e.retired}
+    matcher = Matcher(Catalog(entries=live, root=Path()))
+    problems = []
+    for entry in live.values():
+        for number, example in enumerate(entry.examples, 1):
+            result = matcher.explain(example.traceback)
+            ranked = [m.id for m in result.matches]
+            if not ranked or ranked[0] != entry.id:
+                got = ", ".join(ranked[:3]) or "nothing"
+                problems.append(
+                    Problem(f"{entry.id}.yaml", f"example {number} ({example.source}) ranks first: {got}")
+                )
+    return problems

@@ -1,0 +1,188 @@
+"""Rank KB entries for one traceback: signatures, similarity to real examples, and evidence rules.
+
+Each part adds points and a reason, so a match can always say why it ranked where it did (Sentry's
+grouping shows which parts contributed; so do we). A bare "cuda:0 and cpu!" has many causes:
+ranking is expected, and diagnostics or questions settle what the text cannot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from fixer.catalog import Catalog
+from fixer.evidence import Evidence, device_kind, extract
+from fixer.normalise import normalise
+from fixer.parse import Traceback, parse
+from fixer.schema import Condition, Entry
+
+SIMILARITY_POINTS = 25
+SIMILARITY_FLOOR = 50.0  # below this, two messages are unrelated and similarity adds nothing
+MIN_SCORE = 15
+
+
+@dataclass(frozen=True)
+class Reason:
+    text: str
+    points: int
+
+
+@dataclass(frozen=True)
+class Match:
+    entry: Entry
+    score: int
+    reasons: tuple[Reason, ...]
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+
+@dataclass(frozen=True)
+class Explanation:
+    traceback: Traceback | None
+    evidence: Evidence | None
+    matches: list[Match]
+
+
+@dataclass(frozen=True)
+class _Signature:
+    pattern: re.Pattern[str]
+    exception: re.Pattern[str] | None
+    weight: int
+
+
+@dataclass(frozen=True)
+class _Rule:
+    when: Condition
+    compiled: dict[str, re.Pattern[str]]
+    weight: int
+    because: str
+
+
+@dataclass(frozen=True)
+class _CompiledEntry:
+    entry: Entry
+    signatures: tuple[_Signature, ...]
+    rules: tuple[_Rule, ...]
+    examples: tuple[tuple[str, str], ...]  # (normalised message, source)
+
+
+_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code")
+
+
+class Matcher:
+    """Compiles a catalog once; `rank` is then a pure function of a traceback."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._entries = tuple(self._compile(entry) for entry in catalog)
+
+    def _compile(self, entry: Entry) -> _CompiledEntry:
+        signatures = tuple(
+            _Signature(re.compile(s.pattern), re.compile(s.exception) if s.exception else None, s.weight)
+            for s in entry.signatures
+        )
+        rules = tuple(
+            _Rule(
+                when=rule.when,
+                compiled={
+                    name: re.compile(value)
+                    for name in _REGEX_FIELDS
+                    if (value := getattr(rule.when, name)) is not None
+                },
+                weight=rule.weight,
+                because=rule.because,
+            )
+            for rule in entry.evidence
+        )
+        examples = []
+        for example in entry.examples:
+            tb = parse(example.traceback, self.catalog.known_messages)
+            if tb and tb.message:
+                examples.append((normalise(tb.message), str(example.source)))
+        return _CompiledEntry(entry, signatures, rules, tuple(examples))
+
+    def explain(self, text: str, *, top: int | None = None) -> Explanation:
+        tb = parse(text, self.catalog.known_messages)
+        if tb is None:
+            return Explanation(None, None, [])
+        evidence = extract(tb)
+        return Explanation(tb, evidence, self.rank(evidence, top=top))
+
+    def rank(self, evidence: Evidence, *, top: int | None = None) -> list[Match]:
+        if evidence.dtype_only:
+            return []
+        normalised = normalise(evidence.message) if evidence.message else ""
+        matches = [m for c in self._entries if (m := self._score(c, evidence, normalised))]
+        matches.sort(key=lambda m: (-m.score, m.id))
+        return matches[:top] if top else matches
+
+    def _score(self, compiled: _CompiledEntry, ev: Evidence, normalised: str) -> Match | None:
+        reasons: list[Reason] = []
+        signature = self._best_signature(compiled, ev)
+        if signature:
+            reasons.append(signature)
+        similarity = self._similarity(compiled, normalised)
+        if similarity:
+            reasons.append(similarity)
+        rules = [Reason(r.because, r.weight) for r in compiled.rules if _holds(r, ev)]
+        reasons.extend(rules)
+        evidence_points = sum(r.points for r in rules)
+        if not signature and not (similarity and similarity.points >= SIMILARITY_POINTS * 0.7):
+            if ev.message or evidence_points < 2 * MIN_SCORE:
+                return None
+        score = max(0, min(100, sum(r.points for r in reasons)))
+        if score < MIN_SCORE:
+            return None
+        reasons.sort(key=lambda r: -abs(r.points))
+        return Match(entry=compiled.entry, score=score, reasons=tuple(reasons))
+
+    @staticmethod
+    def _best_signature(compiled: _CompiledEntry, ev: Evidence) -> Reason | None:
+        best: Reason | None = None
+        for sig in compiled.signatures:
+            if sig.exception and ev.exception and not sig.exception.fullmatch(ev.exception.rsplit(".", 1)[-1]):
+                continue
+            for message in ev.messages:
+                hit = sig.pattern.search(message)
+                if hit and (best is None or sig.weight > best.points):
+                    quoted = " ".join(hit.group(0).split())
+                    best = Reason(f"the message says “{quoted}”", sig.weight)
+                    break
+        return best
+
+    @staticmethod
+    def _similarity(compiled: _CompiledEntry, normalised: str) -> Reason | None:
+        if not normalised or not compiled.examples:
+            return None
+        ratio, source = max((fuzz.ratio(normalised, text), src) for text, src in compiled.examples)
+        if ratio <= SIMILARITY_FLOOR:
+            return None
+        points = round(SIMILARITY_POINTS * (ratio - SIMILARITY_FLOOR) / (100 - SIMILARITY_FLOOR))
+        if points <= 0:
+            return None
+        return Reason(f"the message is {ratio:.0f}% like a known case ({source})", points)
+
+
+def _holds(rule: _Rule, ev: Evidence) -> bool:
+    when, rx = rule.when, rule.compiled
+    checks = (
+        ("message", lambda: any(rx["message"].search(m) for m in ev.messages)),
+        ("text", lambda: bool(rx["text"].search(ev.text))),
+        ("exception", lambda: bool(ev.exception and rx["exception"].fullmatch(ev.exception.rsplit(".", 1)[-1]))),
+        ("argument", lambda: bool(ev.argument and rx["argument"].fullmatch(ev.argument))),
+        ("op", lambda: bool(ev.op and rx["op"].search(ev.op))),
+        ("devices", lambda: sorted(when.devices or ()) == sorted(device_kind(d) for d in ev.devices)),
+        ("offending", lambda: ev.offending_kind == when.offending),
+        ("library", lambda: any(_has_library(ev, lib) for lib in when.library or ())),
+        ("frame", lambda: any(rx["frame"].search(line) for line in ev.frame_lines)),
+        ("user_code", lambda: any(rx["user_code"].search(line) for line in ev.user_code)),
+    )
+    return all(check() for name, check in checks if getattr(when, name) is not None)
+
+
+def _has_library(ev: Evidence, library: str) -> bool:
+    return any(lib == library or lib.startswith(library + ".") for lib in ev.libraries)

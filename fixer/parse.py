@@ -1,0 +1,335 @@
+"""Find the traceback in whatever a user pasted and turn it into a typed `Traceback`.
+
+Pasted text is messy: progress bars, ANSI colours, torchrun's `[rank1]:` prefixes with ranks
+interleaved, chained exceptions, Keras' wrapped messages, IPython's `Cell In[3]` frames, Windows
+paths, CRLF, or only the final line. The parser is a single forward pass over lines that never
+raises: text with no exception in it yields `None`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from fixer.libraries import library_of
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?")
+_TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
+_CHAIN_SEPARATOR = re.compile(
+    r"^\s*(?:The above exception was the direct cause of the following exception:"
+    r"|During handling of the above exception, another exception occurred:)\s*$"
+)
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in ?(?P<function>.+?))?\s*$')
+_IPY_FILE = re.compile(r"^\s*File (?P<path>[^\s\"][^\n]*?):(?P<line>\d+), in (?P<function>[\w<>.]+)")
+_IPY_CELL = re.compile(r"^\s*(?P<path>Cell In\s?\[\d*\]), line (?P<line>\d+)")
+_IPY_OLD = re.compile(r"^\s*(?P<path><ipython-input-[\w-]+>|\S+\.py) in (?P<function>[\w<>.]+)\(.*\)\s*$")
+_IPY_ARROW = re.compile(r"^\s*-+>\s*(?P<line>\d+)\s(?P<code>.*)$")
+_IPY_CONTEXT = re.compile(r"^\s{2,}\d+\s")
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+# `RuntimeError: ...`, `torch._dynamo.exc.TorchRuntimeError: ...`, `AssertionError` alone, and the
+# full-width colon some terminals and translated UIs print.
+_EXCEPTION_LINE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt))"
+    r"(?:\s*[:：]\s?(?P<message>.*))?$"
+)
+_FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
+_MAX_MESSAGE_LINES = 60
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    line: int | None
+    function: str | None
+    code: str | None
+    library: str | None
+
+    @property
+    def is_user(self) -> bool:
+        return self.library is None
+
+
+@dataclass(frozen=True)
+class RaisedException:
+    """One exception of a chain: its type, message and the frames printed above it."""
+
+    type: str | None
+    message: str
+    frames: tuple[Frame, ...] = ()
+
+
+@dataclass(frozen=True)
+class Traceback:
+    """The last exception in the text, with the exceptions chained before it (oldest first)."""
+
+    final: RaisedException
+    chain: tuple[RaisedException, ...] = ()
+    rank: int | None = None
+    ranks: tuple[int, ...] = ()
+    text: str = ""
+
+    @property
+    def exception(self) -> str | None:
+        return self.final.type
+
+    @property
+    def message(self) -> str:
+        return self.final.message
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        return self.final.frames
+
+    @property
+    def all_frames(self) -> tuple[Frame, ...]:
+        return tuple(f for exc in (*self.chain, self.final) for f in exc.frames)
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        """Final message first, then the chained ones: wrappers hide the torch message in the chain."""
+        return (self.final.message, *(e.message for e in reversed(self.chain)))
+
+
+def clean(text: str) -> str:
+    """Drop colours, unify line ends; a bare CR (a progress bar redrawing itself) ends a line too."""
+    text = _ANSI.sub("", text)
+    # Keras wraps the inner message in bold; when a page loses ESC, `[1m`/`[0m` remain.
+    text = re.sub(r"\[(?:0|1|22|3\d|9\d)m", "", text)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def split_ranks(lines: list[str]) -> dict[int | None, list[str]]:
+    """Group torchrun-prefixed lines by rank; unprefixed lines go to the `None` group."""
+    groups: dict[int | None, list[str]] = defaultdict(list)
+    for line in lines:
+        prefix = _RANK_PREFIX.match(line)
+        if prefix:
+            groups[int(prefix.group(1))].append(line[prefix.end() :])
+        else:
+            groups[None].append(line)
+    return dict(groups)
+
+
+def parse(text: str, known_messages: re.Pattern[str] | None = None) -> Traceback | None:
+    """The last traceback in `text`; with several ranks, the lowest rank's (all ranks are listed).
+
+    Some pastes carry only a message with no exception type ("module must have its parameters and
+    buffers on device ..."); `known_messages` (built from the KB's signatures) finds those.
+    """
+    cleaned = clean(text)
+    groups = split_ranks(cleaned.split("\n"))
+    found: dict[int | None, tuple[RaisedException, ...]] = {}
+    for rank, lines in groups.items():
+        chain = _parse_lines(lines)
+        if not chain or not chain[-1].message:
+            chain = _with_known_message(chain, _known_message(lines, known_messages))
+        if chain:
+            found[rank] = chain
+    if not found:
+        return None
+    ranks = tuple(sorted(r for r in found if r is not None))
+    chosen = ranks[0] if ranks else None
+    if chosen is None or (None in found and _has_message(found[None]) and not _has_message(found[chosen])):
+        chosen = None
+    chain = found[chosen]
+    return Traceback(final=chain[-1], chain=chain[:-1], rank=chosen, ranks=ranks, text=cleaned)
+
+
+def _known_message(lines: list[str], known: re.Pattern[str] | None) -> tuple[RaisedException, ...]:
+    if known is None:
+        return ()
+    for start in range(len(lines) - 1, -1, -1):
+        if known.search(lines[start]):
+            end = start + 1
+            while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
+                end += 1
+            return (RaisedException(type=None, message="\n".join(lines[start:end]).strip()),)
+    return ()
+
+
+def _with_known_message(
+    chain: tuple[RaisedException, ...], known: tuple[RaisedException, ...]
+) -> tuple[RaisedException, ...]:
+    """Frames whose exception line is missing, completed by a known message found elsewhere."""
+    if not known:
+        return chain
+    if not chain:
+        return known
+    final = chain[-1]
+    return (*chain[:-1], RaisedException(type=final.type, message=known[0].message, frames=final.frames))
+
+
+def _has_message(chain: tuple[RaisedException, ...]) -> bool:
+    return bool(chain[-1].message)
+
+
+class _Scanner:
+    """Walks the lines once, collecting frames and exception lines into chains."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.i = 0
+        self.chains: list[list[RaisedException]] = []
+        self.current: list[RaisedException] = []
+        self.frames: list[Frame] = []
+        self.in_traceback = False
+        self.linked = False  # the previous exception announced a chained one
+
+    def run(self) -> list[list[RaisedException]]:
+        while self.i < len(self.lines):
+            self._step()
+        self._close_frames_without_exception()
+        if self.current:
+            self.chains.append(self.current)
+        return self.chains
+
+    def _step(self) -> None:
+        line = self.lines[self.i]
+        if _TRACEBACK_HEADER.match(line):
+            self._close_frames_without_exception()
+            if not self.linked and self.current:
+                self.chains.append(self.current)
+                self.current = []
+            self.linked = False
+            self.in_traceback = True
+            self.i += 1
+            return
+        if _CHAIN_SEPARATOR.match(line):
+            self.linked = True
+            self.i += 1
+            return
+        frame = self._frame_at(self.i)
+        if frame is not None:
+            self.in_traceback = True
+            self.frames.append(frame)
+            return
+        exc = _EXCEPTION_LINE.match(line.strip()) if not line[:1].isspace() or self.in_traceback else None
+        if exc and (exc.group("message") is not None or self.in_traceback):
+            self._exception(exc.group("type"), exc.group("message") or "")
+            return
+        self.i += 1
+
+    def _frame_at(self, i: int) -> Frame | None:
+        """A frame starting at line i (consuming its code line), in CPython or IPython layout."""
+        line = self.lines[i]
+        match = _FRAME.match(line) or _IPY_FILE.match(line) or _IPY_CELL.match(line) or _IPY_OLD.match(line)
+        if not match:
+            return None
+        groups = match.groupdict()
+        path = groups["path"].strip()
+        number = int(groups["line"]) if groups.get("line") else None
+        function = (groups.get("function") or "").strip() or None
+        code, self.i = _code_after(self.lines, i + 1)
+        if code is not None and number is None:
+            arrow = _IPY_ARROW.match(code)
+            if arrow:
+                number, code = int(arrow.group("line")), arrow.group("code").strip()
+        if path.startswith("Cell In"):
+            function = function or "<cell>"
+        return Frame(path=path, line=number, function=function, code=code, library=library_of(path))
+
+    def _exception(self, type_name: str, first_line: str) -> None:
+        message_lines = [first_line]
+        self.i += 1
+        extra_frames: list[Frame] = []
+        blank_run = 0
+        while self.i < len(self.lines) and len(message_lines) < _MAX_MESSAGE_LINES:
+            line = self.lines[self.i]
+            if _TRACEBACK_HEADER.match(line) or _CHAIN_SEPARATOR.match(line):
+                break
+            if _FROM_USER_CODE.match(line):
+                self.i += 1
+                while self.i < len(self.lines):
+                    frame = self._frame_at(self.i)
+                    if frame is None:
+                        break
+                    extra_frames.append(frame)
+                break
+            if not line.strip():
+                blank_run += 1
+                if blank_run >= 2:
+                    break
+            else:
+                if blank_run and (_FRAME.match(line) or _EXCEPTION_LINE.match(line.strip())):
+                    break
+                if self._looks_like_log(line) and not line[:1].isspace():
+                    break
+                blank_run = 0
+            message_lines.append(line)
+            self.i += 1
+        message = "\n".join(message_lines).strip()
+        self.current.append(
+            RaisedException(type=type_name, message=message, frames=(*self.frames, *extra_frames))
+        )
+        self.frames = []
+        self.in_traceback = False
+
+    @staticmethod
+    def _looks_like_log(line: str) -> bool:
+        """A line that starts a new log record, not the message's continuation."""
+        return bool(
+            re.match(r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )", line)
+            or _EXCEPTION_LINE.match(line.strip())
+        )
+
+    def _close_frames_without_exception(self) -> None:
+        """Frames whose exception line is missing (cut off, or printed before the traceback)."""
+        if not self.frames:
+            return
+        earlier = self.current[-1] if self.current and not self.current[-1].frames else None
+        if earlier is not None:
+            self.current[-1] = RaisedException(earlier.type, earlier.message, tuple(self.frames))
+        else:
+            self.current.append(RaisedException(type=None, message="", frames=tuple(self.frames)))
+        self.frames = []
+        self.in_traceback = False
+
+
+def _code_after(lines: list[str], i: int) -> tuple[str | None, int]:
+    """The source line printed under a frame, skipping caret markers and IPython context lines."""
+    code: str | None = None
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped:
+            if code is None and i + 1 < len(lines) and _IPY_CONTEXT.match(lines[i + 1] or ""):
+                i += 1
+                continue
+            break
+        if _FRAME.match(line) or _IPY_FILE.match(line) or _IPY_CELL.match(line) or _IPY_OLD.match(line):
+            break
+        if _TRACEBACK_HEADER.match(line) or _CHAIN_SEPARATOR.match(line):
+            break
+        if _CARETS.match(line):
+            i += 1
+            continue
+        arrow = _IPY_ARROW.match(line)
+        if arrow:
+            code = line.strip()
+            i += 1
+            continue
+        if _IPY_CONTEXT.match(line) or stripped == "...":
+            i += 1
+            continue
+        if code is not None or (not line[:1].isspace() and _EXCEPTION_LINE.match(stripped)):
+            break
+        code = stripped
+        i += 1
+    return code, i
+
+
+def _parse_lines(lines: list[str]) -> tuple[RaisedException, ...]:
+    chains = _Scanner(lines).run()
+    if not chains:
+        return ()
+    # Prefer the last chain that names an exception; a trailing frames-only fragment (a cut-off paste)
+    # is used only when nothing better exists.
+    for chain in reversed(chains):
+        if chain[-1].type is not None:
+            return tuple(chain)
+    return tuple(chains[-1])
+
+
+__all__ = ["Frame", "RaisedException", "Traceback", "clean", "parse", "split_ranks"]

@@ -1,0 +1,164 @@
+"""Terminal rendering with rich, in layers: what the error means, the likely cause here and why it
+matched, how to fix it, then other candidates (friendly-traceback's order).
+
+Entry text is rendered from the KB as written, so terminal, JSON and site say the same thing.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.markdown import Markdown
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from fixer.match import Explanation, Match
+from fixer.parse import Traceback
+from fixer.schema import Entry
+
+_SAFETY_STYLE = {"safe": "green", "unsafe": "yellow", "manual": "magenta"}
+_SAFETY_WORDS = {
+    "safe": "safe: keeps the meaning of your code",
+    "unsafe": "unsafe: may change behaviour, review it",
+    "manual": "manual: no automatic patch; follow the steps",
+}
+
+
+def _section(title: str, body: RenderableType) -> Group:
+    return Group(Text(title, style="bold cyan"), Padding(body, (0, 0, 1, 2)))
+
+
+def _prose(text: str) -> Markdown:
+    return Markdown(text.strip())
+
+
+def _code(code: str, title: str) -> Panel:
+    return Panel(
+        Syntax(code.rstrip("\n"), "python", theme="ansi_dark", background_color="default"),
+        title=title,
+        title_align="left",
+        border_style="dim",
+    )
+
+
+def _where(tb: Traceback) -> Text | None:
+    user = [f for f in tb.all_frames if f.is_user]
+    frame = user[-1] if user else (tb.frames[-1] if tb.frames else None)
+    if frame is None:
+        return None
+    where = Text("  at ", style="dim")
+    where.append(f"{frame.path}:{frame.line}", style="bold")
+    if frame.function:
+        where.append(f" in {frame.function}", style="dim")
+    if frame.code:
+        where.append(f"\n     {frame.code}")
+    return where
+
+
+def error_header(tb: Traceback) -> Group:
+    lines = tb.message.strip().splitlines() or [""]
+    shown = "\n".join(lines[:6]) + ("\n…" if len(lines) > 6 else "")
+    head = Text()
+    head.append(f"{tb.exception or 'Error'}: ", style="bold red")
+    head.append(shown)
+    parts: list[RenderableType] = [head]
+    if tb.rank is not None:
+        parts.append(Text(f"  on rank {tb.rank} (ranks with errors: {', '.join(map(str, tb.ranks))})", "dim"))
+    where = _where(tb)
+    if where is not None:
+        parts.append(where)
+    return Group(*parts, Text())
+
+
+def fix_section(entry: Entry) -> Group:
+    fix = entry.fix
+    safety = Text(f"[{_SAFETY_WORDS[fix.safety]}]", style=_SAFETY_STYLE[fix.safety])
+    steps = Text()
+    for number, step in enumerate(fix.steps, 1):
+        steps.append(f"{number}. ", style="bold")
+        steps.append(" ".join(step.split()) + "\n")
+    body = Group(
+        _prose(fix.summary),
+        safety,
+        steps,
+        _code(fix.before, "before"),
+        _code(fix.after, "after"),
+    )
+    return _section("How to fix", body)
+
+
+def explanation(result: Explanation, top: int) -> Group:
+    tb = result.traceback
+    assert tb is not None
+    best, *others = result.matches
+    entry = best.entry
+    why = Text()
+    for reason in best.reasons:
+        sign = "+" if reason.points >= 0 else "−"
+        why.append(f"  {sign} ", style="green" if reason.points >= 0 else "red")
+        why.append(f"{reason.text} ({reason.points:+d})\n")
+    parts: list[RenderableType] = [
+        error_header(tb),
+        _section("What it means", _prose(entry.meaning)),
+        Panel(
+            Group(Text(entry.summary), Text(), Text("Why it happens", style="bold"), _prose(entry.cause)),
+            title=f"Most likely cause: {entry.title}",
+            subtitle=f"{entry.id} · score {best.score}",
+            border_style="green",
+        ),
+        _section("Why fixer thinks so", why),
+        fix_section(entry),
+    ]
+    if others:
+        parts.append(_section("Other candidates", candidates(others[: max(top - 1, 0)])))
+    parts.append(Text(f"More: fixer show {entry.id}", style="dim"))
+    return Group(*parts)
+
+
+def candidates(matches: list[Match]) -> Table:
+    table = Table(box=None, show_header=True, header_style="bold")
+    table.add_column("score", justify="right")
+    table.add_column("id")
+    table.add_column("cause")
+    for match in matches:
+        table.add_row(str(match.score), match.id, match.entry.title)
+    return table
+
+
+def entry_page(entry: Entry) -> Group:
+    parts: list[RenderableType] = [
+        Text(entry.title, style="bold"),
+        Text(entry.id, style="dim"),
+        Text(),
+        _prose(entry.summary),
+        Text(),
+        _section("What it means", _prose(entry.meaning)),
+        _section("Why it happens", _prose(entry.cause)),
+    ]
+    if entry.diagnostics:
+        parts.append(_section("How to confirm", Text(", ".join(entry.diagnostics))))
+    parts.append(fix_section(entry))
+    examples = Text()
+    for example in entry.examples:
+        last = example.traceback.strip().splitlines()[-1]
+        examples.append(f"{example.source}\n", style="underline")
+        examples.append(f"  {last[:160]}\n", style="dim")
+    parts.append(_section("Seen in the wild", examples))
+    if entry.related:
+        parts.append(_section("Related", Text(", ".join(entry.related))))
+    return Group(*parts)
+
+
+def entry_list(entries: list[Entry]) -> Table:
+    table = Table(box=None, header_style="bold")
+    table.add_column("id")
+    table.add_column("title")
+    for entry in entries:
+        table.add_row(entry.id, entry.title)
+    return table
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
