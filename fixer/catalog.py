@@ -63,9 +63,7 @@ def read_entry(path: Path) -> Entry:
     try:
         return Entry.model_validate(data)
     except ValidationError as exc:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-        )
+        details = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors())
         raise KBError(f"{path.name}: {details}") from None
 
 

@@ -83,9 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         "schema", help="write the entry JSON Schema", description="Write the JSON Schema of a KB entry."
     )
     schema.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
-    lint = kb_commands.add_parser(
-        "lint", help="check every entry", description="Check the KB; exits 1 on any problem."
-    )
+    lint = kb_commands.add_parser("lint", help="check every entry", description="Check the KB; exits 1 on any problem.")
     lint.add_argument("--kb", metavar="DIR", help="KB directory (default: the installed KB)")
     lint.add_argument("--json", action="store_true", help="problems as JSON")
     return parser

@@ -109,9 +109,7 @@ def extract(tb: Traceback) -> Evidence:
     groups = shape.groupdict() if shape else {}
     common = groups.get("com") or _kind_or_none(groups.get("com_type"))
     offending = groups.get("off") or _kind_or_none(groups.get("off_type"))
-    devices = _distinct(
-        [d for d in (common, offending) if d] if shape else _DEVICE_TOKEN.findall(joined)
-    )
+    devices = _distinct([d for d in (common, offending) if d] if shape else _DEVICE_TOKEN.findall(joined))
     kinds = {device_kind(d) for d in devices}
     backend = _BACKEND_DTYPE.search(joined)
     dtype_only = bool(

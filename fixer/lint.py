@@ -68,7 +68,5 @@ def _examples_rank_first(entries: list[Entry]) -> list[Problem]:
             ranked = [m.id for m in result.matches]
             if not ranked or ranked[0] != entry.id:
                 got = ", ".join(ranked[:3]) or "nothing"
-                problems.append(
-                    Problem(f"{entry.id}.yaml", f"example {number} ({example.source}) ranks first: {got}")
-                )
+                problems.append(Problem(f"{entry.id}.yaml", f"example {number} ({example.source}) ranks first: {got}"))
     return problems

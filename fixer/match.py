@@ -20,6 +20,7 @@ from fixer.schema import Condition, Entry
 
 SIMILARITY_POINTS = 25
 SIMILARITY_FLOOR = 50.0  # below this, two messages are unrelated and similarity adds nothing
+STRONG_SIMILARITY_POINTS = 18
 MIN_SCORE = 15
 
 
@@ -89,9 +90,7 @@ class Matcher:
             _Rule(
                 when=rule.when,
                 compiled={
-                    name: re.compile(value)
-                    for name in _REGEX_FIELDS
-                    if (value := getattr(rule.when, name)) is not None
+                    name: re.compile(value) for name in _REGEX_FIELDS if (value := getattr(rule.when, name)) is not None
                 },
                 weight=rule.weight,
                 because=rule.because,
@@ -131,9 +130,8 @@ class Matcher:
         rules = [Reason(r.because, r.weight) for r in compiled.rules if _holds(r, ev)]
         reasons.extend(rules)
         evidence_points = sum(r.points for r in rules)
-        if not signature and not (similarity and similarity.points >= SIMILARITY_POINTS * 0.7):
-            if ev.message or evidence_points < 2 * MIN_SCORE:
-                return None
+        if not _competes(signature, similarity, evidence_points, has_message=bool(ev.message)):
+            return None
         score = max(0, min(100, sum(r.points for r in reasons)))
         if score < MIN_SCORE:
             return None
@@ -167,12 +165,23 @@ class Matcher:
         return Reason(f"the message is {ratio:.0f}% like a known case ({source})", points)
 
 
+def _competes(signature: Reason | None, similarity: Reason | None, evidence_points: int, *, has_message: bool) -> bool:
+    """An entry competes when its message shape matches or the message closely resembles one of its
+    real examples; for a paste with frames but no message, when the frames alone make a strong case."""
+    if signature or (similarity and similarity.points >= STRONG_SIMILARITY_POINTS):
+        return True
+    return not has_message and evidence_points >= 2 * MIN_SCORE
+
+
 def _holds(rule: _Rule, ev: Evidence) -> bool:
     when, rx = rule.when, rule.compiled
     checks = (
         ("message", lambda: any(rx["message"].search(m) for m in ev.messages)),
         ("text", lambda: bool(rx["text"].search(ev.text))),
-        ("exception", lambda: bool(ev.exception and rx["exception"].fullmatch(ev.exception.rsplit(".", 1)[-1]))),
+        (
+            "exception",
+            lambda: bool(ev.exception and rx["exception"].fullmatch(ev.exception.rsplit(".", 1)[-1])),
+        ),
         ("argument", lambda: bool(ev.argument and rx["argument"].fullmatch(ev.argument))),
         ("op", lambda: bool(ev.op and rx["op"].search(ev.op))),
         ("devices", lambda: sorted(when.devices or ()) == sorted(device_kind(d) for d in ev.devices)),

@@ -260,9 +260,7 @@ class _Scanner:
             message_lines.append(line)
             self.i += 1
         message = "\n".join(message_lines).strip()
-        self.current.append(
-            RaisedException(type=type_name, message=message, frames=(*self.frames, *extra_frames))
-        )
+        self.current.append(RaisedException(type=type_name, message=message, frames=(*self.frames, *extra_frames)))
         self.frames = []
         self.in_traceback = False
 

@@ -36,7 +36,7 @@ def _prose(text: str) -> Markdown:
 
 def _code(code: str, title: str) -> Panel:
     return Panel(
-        Syntax(code.rstrip("\n"), "python", theme="ansi_dark", background_color="default"),
+        Syntax(code.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True),
         title=title,
         title_align="left",
         border_style="dim",
@@ -103,9 +103,17 @@ def explanation(result: Explanation, top: int) -> Group:
         error_header(tb),
         _section("What it means", _prose(entry.meaning)),
         Panel(
-            Group(Text(entry.summary), Text(), Text("Why it happens", style="bold"), _prose(entry.cause)),
-            title=f"Most likely cause: {entry.title}",
-            subtitle=f"{entry.id} · score {best.score}",
+            Group(
+                Text(entry.title, style="bold green"),
+                Text(f"{entry.id} · score {best.score}/100", style="dim"),
+                Text(),
+                Text(entry.summary),
+                Text(),
+                Text("Why it happens", style="bold"),
+                _prose(entry.cause),
+            ),
+            title="Most likely cause",
+            title_align="left",
             border_style="green",
         ),
         _section("Why fixer thinks so", why),

@@ -65,14 +65,10 @@ class Condition(Strict):
     library: list[str] | None = Field(
         default=None, description="Any of these libraries appears in the frames (keras, accelerate, ...)."
     )
-    frame: str | None = Field(
-        default=None, description="Regex searched in each frame's 'path:function: code' line."
-    )
+    frame: str | None = Field(default=None, description="Regex searched in each frame's 'path:function: code' line.")
     user_code: str | None = Field(default=None, description="Regex searched in the code lines of user frames.")
 
-    _check_patterns = field_validator("message", "text", "exception", "argument", "op", "frame", "user_code")(
-        _compiles
-    )
+    _check_patterns = field_validator("message", "text", "exception", "argument", "op", "frame", "user_code")(_compiles)
 
 
 class EvidenceRule(Strict):

@@ -1,0 +1,47 @@
+"""Time `fixer explain --json` as a whole process against a bare `python -c pass`.
+
+Most users meet fixer as a one-shot command, so its cost is interpreter start + imports + KB load +
+matching. The ratio to a bare interpreter is the figure to watch; run: python benchmarks/explain_startup.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EXAMPLE = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+    "cuda:0 and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)\n"
+)
+
+
+def _time(cmd: list[str], stdin: str, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--file", type=Path, help="traceback to explain (default: a one-line example)")
+    args = parser.parse_args()
+    text = args.file.read_text() if args.file else EXAMPLE
+    baseline = _time([sys.executable, "-c", "pass"], "", args.runs)
+    explain = _time([sys.executable, "-m", "fixer", "explain", "--json", "-"], text, args.runs)
+    base_ms, explain_ms = statistics.median(baseline) * 1000, statistics.median(explain) * 1000
+    print(f"python -c pass        median {base_ms:7.1f} ms  (n={args.runs})")
+    print(f"fixer explain --json  median {explain_ms:7.1f} ms  (n={args.runs})")
+    print(f"ratio                 {explain_ms / base_ms:7.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The CLI as users and scripts meet it: real processes, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fixer.cli import NO_MATCH, NO_TRACEBACK, OK, USAGE, main
+
+# https://github.com/FoundationVision/VAR/issues/127
+VAR = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+    "and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)\n"
+)
+# https://github.com/baaivision/See3D/issues/11 (dtype-only: not a device error)
+DTYPE_ONLY = (
+    "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same\n"
+)
+
+
+def fixer(*args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run(
+        [sys.executable, "-m", "fixer", *args], input=data, capture_output=True, timeout=60, check=False
+    )
+
+
+def test_explain_json_puts_the_matching_entry_first():
+    result = fixer("explain", "--json", "-", stdin=VAR)
+    assert result.returncode == OK
+    out = json.loads(result.stdout)
+    assert out["matches"][0]["id"] == "optimizer-state-after-resume"
+    assert out["traceback"]["evidence"]["argument"] == "state_steps"
+    assert all({"id", "title", "score", "why"} <= set(m) for m in out["matches"])
+    scores = [m["score"] for m in out["matches"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_explain_reads_a_file_and_renders_layers(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("epoch 3\n" + VAR)
+    result = fixer("explain", str(log))
+    assert result.returncode == OK
+    text = result.stdout.decode()
+    for layer in ("What it means", "Most likely cause", "Why fixer thinks so", "How to fix"):
+        assert layer in text
+
+
+def test_bundled_example_runs_in_one_step():
+    result = fixer("explain", "--example")
+    assert result.returncode == OK
+    assert b"optimizer-state-after-resume" in result.stdout
+
+
+def test_plain_fixer_passes_piped_text_through_then_explains():
+    log = "".join(f"step {i}\n" for i in range(50)) + VAR
+    result = fixer(stdin=log)
+    assert result.returncode == OK
+    out = result.stdout.decode()
+    assert out.startswith(log)
+    assert "optimizer-state-after-resume" in out[len(log) :]
+
+
+def test_plain_fixer_is_quiet_when_the_run_had_no_error():
+    log = "".join(f"step {i}\n" for i in range(50))
+    result = fixer(stdin=log)
+    assert result.returncode == OK
+    assert result.stdout.decode().startswith(log)
+
+
+@pytest.mark.parametrize(
+    ("stdin", "code"),
+    [
+        ("", NO_TRACEBACK),
+        ("all good, 3 epochs done\n", NO_TRACEBACK),
+        (DTYPE_ONLY, NO_MATCH),
+        (
+            "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\nKeyError: 'lr'\n",
+            NO_MATCH,
+        ),
+    ],
+)
+def test_exit_codes_tell_scripts_what_happened(stdin, code):
+    result = fixer("explain", "--json", "-", stdin=stdin)
+    assert result.returncode == code
+    assert b"Traceback" not in result.stderr
+
+
+def test_dtype_only_mismatch_is_called_out_as_not_a_device_error():
+    result = fixer("explain", "-", stdin=DTYPE_ONLY)
+    assert result.returncode == NO_MATCH
+    assert b"dtype" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "/definitely/not/here.log"),
+        ("explain", "--top", "0", "-"),
+        ("explain", "--example", "no-such-entry"),
+        ("nonsense",),
+        ("show",),
+    ],
+)
+def test_bad_usage_gets_one_line_and_exit_2(args):
+    result = fixer(*args)
+    assert result.returncode == USAGE
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fixer: ")
+
+
+def test_directory_and_binary_input_get_one_line_errors(tmp_path):
+    binary = tmp_path / "model.pt"
+    binary.write_bytes(b"PK\x03\x04\x00\x00" * 100)
+    for target in (tmp_path, binary):
+        result = fixer("explain", str(target))
+        assert result.returncode == USAGE
+        assert len(result.stderr.decode().strip().splitlines()) == 1
+
+
+def test_a_100_mb_log_is_explained(tmp_path):
+    log = tmp_path / "huge.log"
+    line = b"step 123 loss 0.12345 lr 3e-4 grad_norm 1.0 throughput 1234.5 tokens/s\n"
+    with log.open("wb") as handle:
+        handle.write(line * (100 * 1024 * 1024 // len(line)))
+        handle.write(VAR.encode())
+    result = fixer("explain", "--json", str(log))
+    assert result.returncode == OK
+    assert json.loads(result.stdout)["matches"][0]["id"] == "optimizer-state-after-resume"
+
+
+@pytest.mark.parametrize("args", [(), ("explain",), ("show",), ("list",), ("kb",), ("kb", "schema"), ("kb", "lint")])
+def test_every_command_has_help(args, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: fixer" in capsys.readouterr().out
+
+
+def test_show_and_list(capsys):
+    assert main(["list", "--json"]) == OK
+    ids = [e["id"] for e in json.loads(capsys.readouterr().out)]
+    assert "optimizer-state-after-resume" in ids
+    assert main(["show", "optimizer-state-after-resume", "--json"]) == OK
+    assert json.loads(capsys.readouterr().out)["id"] == "optimizer-state-after-resume"
+    assert main(["show", "no-such-entry"]) == NO_MATCH
+
+
+def test_kb_schema_describes_an_entry(tmp_path):
+    target = tmp_path / "schema" / "entry.schema.json"
+    assert main(["kb", "schema", "-o", str(target)]) == OK
+    schema = json.loads(target.read_text())
+    assert {"id", "signatures", "evidence", "fix", "examples", "quiz"} <= set(schema["properties"])
+
+
+def test_explain_path_imports_no_heavy_libraries():
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "fixer", "explain", "--json", "-"],
+        input=VAR.encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines() if "|" in line}
+    assert imported, "importtime printed nothing"
+    assert not imported & {"torch", "libcst", "mkdocs"}
