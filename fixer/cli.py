@@ -86,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     lint = kb_commands.add_parser("lint", help="check every entry", description="Check the KB; exits 1 on any problem.")
     lint.add_argument("--kb", metavar="DIR", help="KB directory (default: the installed KB)")
     lint.add_argument("--json", action="store_true", help="problems as JSON")
+    accuracy = kb_commands.add_parser(
+        "accuracy",
+        help="score the KB on a labelled corpus",
+        description="Top-1/top-3 of `fixer explain` on a YAML list of {id, traceback, expect} items.",
+    )
+    accuracy.add_argument("corpus", metavar="CORPUS", help="e.g. ../shared/corpus/dev_tracebacks.yaml")
+    accuracy.add_argument("--misses", action="store_true", help="list the items whose first match is wrong")
+    accuracy.add_argument("--json", action="store_true", help="the figures as JSON")
     return parser
 
 
@@ -139,6 +147,8 @@ def _dispatch(argv: list[str]) -> int:
             return _schema(args.output)
         if args.kb_command == "lint":
             return _lint(args.kb, as_json=args.json)
+        if args.kb_command == "accuracy":
+            return _accuracy(args.corpus, misses=args.misses, as_json=args.json)
         parser.parse_args(["kb", "--help"])
     parser.print_help()
     return USAGE
@@ -280,3 +290,31 @@ def _lint(kb_dir: str | None, *, as_json: bool) -> int:
             print(problem)
         print(f"{len(entries)} entries, {len(problems)} problem(s)")
     return NO_MATCH if problems else OK
+
+
+def _accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
+    import yaml
+
+    from fixer.evaluate import evaluate, load_corpus
+    from fixer.match import Matcher
+
+    try:
+        items = load_corpus(Path(corpus))
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+        raise CliError(f"cannot read the corpus {corpus}: {exc}".splitlines()[0]) from None
+    matcher = Matcher(_catalog())
+    score = evaluate(lambda text: [m.id for m in matcher.explain(text).matches], items)
+    if as_json:
+        per_entry = {
+            k: {"n": t.n, "top1": t.top1_rate, "top3": t.top3_rate} for k, t in sorted(score.per_entry.items())
+        }
+        overall = {"n": score.overall.n, "top1": score.overall.top1_rate, "top3": score.overall.top3_rate}
+        print(json.dumps({"overall": overall, "per_entry": per_entry}, indent=2))
+        return OK
+    from fixer import render
+
+    render.console().print(render.accuracy_table(score))
+    if misses:
+        for item_id, expect, got in score.misses:
+            print(f"miss {item_id}: want {list(expect)}, got {got}")
+    return OK

@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fixer.libraries import library_of
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?")
-_TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
+# IPython prints the exception type on the header line: `RuntimeError    Traceback (most recent call last)`.
+_TRACEBACK_HEADER = re.compile(r"^\s*(?:(?P<type>[\w.]+)\s+)?Traceback \(most recent call last\):?\s*$")
 _CHAIN_SEPARATOR = re.compile(
     r"^\s*(?:The above exception was the direct cause of the following exception:"
     r"|During handling of the above exception, another exception occurred:)\s*$"
 )
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in ?(?P<function>.+?))?\s*$')
-_IPY_FILE = re.compile(r"^\s*File (?P<path>[^\s\"][^\n]*?):(?P<line>\d+), in (?P<function>[\w<>.]+)")
+_FUNCTION = r"(?P<function><[^>]+>|[\w.]+)"
+_IPY_FILE = re.compile(rf"^\s*File (?P<path>[^\s\"][^\n]*?):(?P<line>\d+), in {_FUNCTION}")
 _IPY_CELL = re.compile(r"^\s*(?P<path>Cell In\s?\[\d*\]), line (?P<line>\d+)")
-_IPY_OLD = re.compile(r"^\s*(?P<path><ipython-input-[\w-]+>|\S+\.py) in (?P<function>[\w<>.]+)\(.*\)\s*$")
+_IPY_INPUT = re.compile(rf"^\s*(?P<path>Input In \[\d*\]), in {_FUNCTION}")
+_IPY_OLD = re.compile(rf"^\s*(?P<path><ipython-input-[\w-]+>|\S+\.py) in {_FUNCTION}\(.*\)\s*$")
+_FRAME_SHAPES = (_FRAME, _IPY_FILE, _IPY_CELL, _IPY_INPUT, _IPY_OLD)
 _IPY_ARROW = re.compile(r"^\s*-+>\s*(?P<line>\d+)\s(?P<code>.*)$")
 _IPY_CONTEXT = re.compile(r"^\s{2,}\d+\s")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
@@ -35,6 +39,11 @@ _EXCEPTION_LINE = re.compile(
     r"(?:\s*[:：]\s?(?P<message>.*))?$"
 )
 _FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
+# Markdown links that issue trackers and notebooks wrap around paths: `[Cell In[5]](vscode-...)`.
+_LINK = re.compile(r"\[([^\]\n]*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
+_QUOTED = re.compile(r"^> ?", re.M)
+# Two processes writing to one terminal can glue their lines: `RuntimeErrorRuntimeError: ...`.
+_REPEATED = re.compile(r"(\w+?)\1+")
 _MAX_MESSAGE_LINES = 60
 
 
@@ -58,6 +67,7 @@ class RaisedException:
     type: str | None
     message: str
     frames: tuple[Frame, ...] = ()
+    compiled_frames: tuple[Frame, ...] = ()  # torch.compile's "from user code:" block
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,7 @@ class Traceback:
 
     @property
     def all_frames(self) -> tuple[Frame, ...]:
-        return tuple(f for exc in (*self.chain, self.final) for f in exc.frames)
+        return tuple(f for exc in (*self.chain, self.final) for f in (*exc.frames, *exc.compiled_frames))
 
     @property
     def messages(self) -> tuple[str, ...]:
@@ -97,7 +107,11 @@ def clean(text: str) -> str:
     text = _ANSI.sub("", text)
     # Keras wraps the inner message in bold; when a page loses ESC, `[1m`/`[0m` remain.
     text = re.sub(r"\[(?:0|1|22|3\d|9\d)m", "", text)
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _LINK.sub(r"\1", text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = [line for line in text.split("\n") if line.strip()]
+    if lines and sum(line.startswith(">") for line in lines) * 2 > len(lines):  # a quoted reply
+        text = _QUOTED.sub("", text)
+    return text
 
 
 def split_ranks(lines: list[str]) -> dict[int | None, list[str]]:
@@ -157,8 +171,7 @@ def _with_known_message(
         return chain
     if not chain:
         return known
-    final = chain[-1]
-    return (*chain[:-1], RaisedException(type=final.type, message=known[0].message, frames=final.frames))
+    return (*chain[:-1], replace(chain[-1], message=known[0].message))
 
 
 def _has_message(chain: tuple[RaisedException, ...]) -> bool:
@@ -169,6 +182,7 @@ class _Scanner:
     """Walks the lines once, collecting frames and exception lines into chains."""
 
     def __init__(self, lines: list[str]) -> None:
+        self.header_type: str | None = None
         self.lines = lines
         self.i = 0
         self.chains: list[list[RaisedException]] = []
@@ -187,8 +201,10 @@ class _Scanner:
 
     def _step(self) -> None:
         line = self.lines[self.i]
-        if _TRACEBACK_HEADER.match(line):
+        header = _TRACEBACK_HEADER.match(line)
+        if header:
             self._close_frames_without_exception()
+            self.header_type = header.group("type")
             if not self.linked and self.current:
                 self.chains.append(self.current)
                 self.current = []
@@ -214,7 +230,7 @@ class _Scanner:
     def _frame_at(self, i: int) -> Frame | None:
         """A frame starting at line i (consuming its code line), in CPython or IPython layout."""
         line = self.lines[i]
-        match = _FRAME.match(line) or _IPY_FILE.match(line) or _IPY_CELL.match(line) or _IPY_OLD.match(line)
+        match = _frame_match(line)
         if not match:
             return None
         groups = match.groupdict()
@@ -226,14 +242,14 @@ class _Scanner:
             arrow = _IPY_ARROW.match(code)
             if arrow:
                 number, code = int(arrow.group("line")), arrow.group("code").strip()
-        if path.startswith("Cell In"):
+        if path.startswith(("Cell In", "Input In")):
             function = function or "<cell>"
         return Frame(path=path, line=number, function=function, code=code, library=library_of(path))
 
     def _exception(self, type_name: str, first_line: str) -> None:
         message_lines = [first_line]
         self.i += 1
-        extra_frames: list[Frame] = []
+        compiled: list[Frame] = []
         blank_run = 0
         while self.i < len(self.lines) and len(message_lines) < _MAX_MESSAGE_LINES:
             line = self.lines[self.i]
@@ -245,7 +261,7 @@ class _Scanner:
                     frame = self._frame_at(self.i)
                     if frame is None:
                         break
-                    extra_frames.append(frame)
+                    compiled.append(frame)
                 break
             if not line.strip():
                 blank_run += 1
@@ -260,7 +276,16 @@ class _Scanner:
             message_lines.append(line)
             self.i += 1
         message = "\n".join(message_lines).strip()
-        self.current.append(RaisedException(type=type_name, message=message, frames=(*self.frames, *extra_frames)))
+        repeated = _REPEATED.fullmatch(type_name)
+        self.current.append(
+            RaisedException(
+                type=repeated.group(1) if repeated else type_name,
+                message=message,
+                frames=tuple(self.frames),
+                compiled_frames=tuple(compiled),
+            )
+        )
+        self.header_type = None
         self.frames = []
         self.in_traceback = False
 
@@ -280,9 +305,17 @@ class _Scanner:
         if earlier is not None:
             self.current[-1] = RaisedException(earlier.type, earlier.message, tuple(self.frames))
         else:
-            self.current.append(RaisedException(type=None, message="", frames=tuple(self.frames)))
+            self.current.append(RaisedException(type=self.header_type, message="", frames=tuple(self.frames)))
         self.frames = []
         self.in_traceback = False
+
+
+def _frame_match(line: str) -> re.Match[str] | None:
+    for shape in _FRAME_SHAPES:
+        match = shape.match(line)
+        if match:
+            return match
+    return None
 
 
 def _code_after(lines: list[str], i: int) -> tuple[str | None, int]:
@@ -296,7 +329,7 @@ def _code_after(lines: list[str], i: int) -> tuple[str | None, int]:
                 i += 1
                 continue
             break
-        if _FRAME.match(line) or _IPY_FILE.match(line) or _IPY_CELL.match(line) or _IPY_OLD.match(line):
+        if _frame_match(line):
             break
         if _TRACEBACK_HEADER.match(line) or _CHAIN_SEPARATOR.match(line):
             break

@@ -14,6 +14,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from fixer.evaluate import Score
 from fixer.match import Explanation, Match
 from fixer.parse import Traceback
 from fixer.schema import Entry
@@ -165,6 +166,17 @@ def entry_list(entries: list[Entry]) -> Table:
     table.add_column("title")
     for entry in entries:
         table.add_row(entry.id, entry.title)
+    return table
+
+
+def accuracy_table(score: Score) -> Table:
+    table = Table(header_style="bold", box=None)
+    for column in ("entry", "n", "top-1", "top-3"):
+        table.add_column(column, justify="left" if column == "entry" else "right")
+    for entry_id, tally in sorted(score.per_entry.items()):
+        table.add_row(entry_id, str(tally.n), f"{tally.top1_rate:.2f}", f"{tally.top3_rate:.2f}")
+    overall = score.overall
+    table.add_row("overall", str(overall.n), f"{overall.top1_rate:.2f}", f"{overall.top3_rate:.2f}", style="bold")
     return table
 
 

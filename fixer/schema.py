@@ -106,6 +106,11 @@ class Example(Strict):
     source: HttpUrl = Field(description="Public page the traceback is quoted from.")
     traceback: str = Field(min_length=10, description="Verbatim, as the page shows it.")
     note: str | None = None
+    ambiguous: bool = Field(
+        default=False,
+        description="The text alone cannot tell this cause from its siblings (a bare 'cuda:0 and cpu!'): "
+        "the lint then asks for this entry in the top 3 instead of first.",
+    )
 
 
 class Question(Strict):

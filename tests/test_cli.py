@@ -167,3 +167,28 @@ def test_explain_path_imports_no_heavy_libraries():
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines() if "|" in line}
     assert imported, "importtime printed nothing"
     assert not imported & {"torch", "libcst", "mkdocs"}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+def test_paste_in_a_terminal_is_prompted_for_and_explained():
+    import os
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: fixer with a terminal on stdin
+        os.execv(sys.executable, [sys.executable, "-m", "fixer", "explain", "--json"])
+    output = b""
+    while b"Paste the traceback" not in output:
+        output += os.read(fd, 1024)
+    os.write(fd, VAR.encode() + b"\x04")
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == OK
+    assert b'"optimizer-state-after-resume"' in output

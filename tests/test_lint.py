@@ -55,7 +55,7 @@ def test_lint_requires_examples_to_rank_their_own_entry_first(tmp_path):
 
     _edit(kb / "model-not-moved.yaml", steal)
     _, problems = lint(kb)
-    assert any("model-not-moved.yaml: example" in str(p) and "ranks first" in str(p) for p in problems)
+    assert any("model-not-moved.yaml: example" in str(p) and "is not first" in str(p) for p in problems)
 
 
 def test_lint_reports_unknown_related_ids(tmp_path):
