@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fixer.libraries import normalise_path
 from fixer.parse import Traceback
+from fixer.source import user_scopes
 
 DEVICE = r"(?:cpu|meta|(?:cuda|mps|xpu|npu|hpu|xla|privateuseone)(?::\d+)?)"
 _DEVICE_TOKEN = re.compile(rf"(?<![\w.'\"=(/-]){DEVICE}(?![\w-])")
@@ -82,6 +83,7 @@ class Evidence:
     user_code: tuple[str, ...]
     text: str
     dtype_only: bool = False
+    user_source: tuple[str, ...] = ()
 
     @property
     def device_kinds(self) -> tuple[str, ...]:
@@ -132,6 +134,7 @@ def extract(tb: Traceback) -> Evidence:
         user_code=tuple(f.code for f in frames if f.is_user and f.code),
         text=tb.text,
         dtype_only=dtype_only,
+        user_source=user_scopes(frames),
     )
 
 

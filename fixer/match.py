@@ -71,7 +71,7 @@ class _CompiledEntry:
     examples: tuple[tuple[str, str], ...]  # (normalised message, source)
 
 
-_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code")
+_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code", "source")
 
 
 class Matcher:
@@ -189,6 +189,7 @@ def _holds(rule: _Rule, ev: Evidence) -> bool:
         ("library", lambda: any(_has_library(ev, lib) for lib in when.library or ())),
         ("frame", lambda: any(rx["frame"].search(line) for line in ev.frame_lines)),
         ("user_code", lambda: any(rx["user_code"].search(line) for line in ev.user_code)),
+        ("source", lambda: any(rx["source"].search(scope) for scope in ev.user_source)),
     )
     return all(check() for name, check in checks if getattr(when, name) is not None)
 

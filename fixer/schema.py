@@ -67,8 +67,15 @@ class Condition(Strict):
     )
     frame: str | None = Field(default=None, description="Regex searched in each frame's 'path:function: code' line.")
     user_code: str | None = Field(default=None, description="Regex searched in the code lines of user frames.")
+    source: str | None = Field(
+        default=None,
+        description="Regex searched in the source of the user's functions and classes the traceback passes "
+        "through (a script: the module up to the failing line); only when those files exist on this machine.",
+    )
 
-    _check_patterns = field_validator("message", "text", "exception", "argument", "op", "frame", "user_code")(_compiles)
+    _check_patterns = field_validator("message", "text", "exception", "argument", "op", "frame", "user_code", "source")(
+        _compiles
+    )
 
 
 class EvidenceRule(Strict):
