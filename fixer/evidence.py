@@ -15,8 +15,10 @@ from fixer.libraries import normalise_path
 from fixer.parse import Traceback
 from fixer.source import user_scopes
 
-DEVICE = r"(?:cpu|meta|(?:cuda|mps|xpu|npu|hpu|xla|privateuseone)(?::\d+)?)"
-_DEVICE_TOKEN = re.compile(rf"(?<![\w.'\"=(/-]){DEVICE}(?![\w-])")
+KNOWN_DEVICE = r"(?:cpu|meta|(?:cuda|mps|xpu|npu|hpu|xla|privateuseone)(?::\d+)?)"
+_DEVICE_TOKEN = re.compile(rf"(?<![\w.'\"=(/-]){KNOWN_DEVICE}(?![\w-])")
+# Inside a known sentence any `name:N` is a device: out-of-tree backends (`spyre:0`) included.
+DEVICE = rf"(?:{KNOWN_DEVICE}|[a-z][a-z0-9_]*:\d+)"
 
 # Each shape names the groups it has: com (the common device), off (the odd one out), arg, op.
 # Type-name groups (com_type/off_type) carry legacy type names such as torch.cuda.FloatTensor.
@@ -38,7 +40,10 @@ _SHAPES: tuple[re.Pattern[str], ...] = tuple(
         r"(?:device type|backend) (?P<off_type>\w+) for argument #\d+ '(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
         r"Expected object of type (?P<com_type>[\w.]+) but found type (?P<off_type>[\w.]+) "
         r"for argument #\d+ '(?P<arg>\w+)'",
-        rf"expected device (?P<com>{DEVICE})(?: and dtype \w+)? but got device (?P<off>{DEVICE})",
+        r"expected (?:backend|device) (?P<com_type>[\w:]+) and dtype \w+ but got (?:backend|device) "
+        r"(?P<off_type>[\w:]+) and dtype",
+        rf"expected device (?P<com>{DEVICE}) but got device (?P<off>{DEVICE})",
+        r"expected type (?P<com_type>torch\.[\w.]+) but got (?P<off_type>torch\.[\w.]+)",
         rf"on device (?P<com>{DEVICE}) \(device_ids\[0\]\) but found one of them on device: (?P<off>{DEVICE})",
         rf"can't convert (?P<off>{DEVICE}) device type tensor to numpy",
         r"can't convert (?P<off_type>CUDA) tensor to numpy",
@@ -47,10 +52,6 @@ _SHAPES: tuple[re.Pattern[str], ...] = tuple(
         rf"Devices (?P<com>{DEVICE}) and (?P<off>{DEVICE}) are not equal",
         rf"indices should be either on cpu or on the same device as the indexed tensor \((?P<com>{DEVICE})\)",
     )
-)
-# Backend/dtype shapes of PyTorch 1.1-1.2 that fire for dtype-only mismatches too.
-_BACKEND_DTYPE = re.compile(
-    r"expected (?:backend|device) (?P<a>\S+) and dtype \w+ but got (?:backend|device) (?P<b>\S+) and dtype"
 )
 
 
@@ -113,12 +114,8 @@ def extract(tb: Traceback) -> Evidence:
     offending = groups.get("off") or _kind_or_none(groups.get("off_type"))
     devices = _distinct([d for d in (common, offending) if d] if shape else _DEVICE_TOKEN.findall(joined))
     kinds = {device_kind(d) for d in devices}
-    backend = _BACKEND_DTYPE.search(joined)
-    dtype_only = bool(
-        (groups.get("com_type") and len(kinds) == 1)
-        or "dtype" in kinds
-        or (backend and device_kind(backend.group("a")) == device_kind(backend.group("b")))
-    )
+    # Legacy type/backend sentences fire for dtype-only mismatches too: same device on both sides.
+    dtype_only = bool((groups.get("com_type") and len(kinds) == 1) or "dtype" in kinds)
     frames = tb.all_frames
     return Evidence(
         exception=tb.exception,
