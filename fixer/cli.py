@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     lint = kb_commands.add_parser("lint", help="check every entry", description="Check the KB; exits 1 on any problem.")
     lint.add_argument("--kb", metavar="DIR", help="KB directory (default: the installed KB)")
     lint.add_argument("--json", action="store_true", help="problems as JSON")
+    stats = kb_commands.add_parser(
+        "stats", help="per-entry and total counts", description="Examples and repro verification per entry."
+    )
+    stats.add_argument("--json", action="store_true", help="the counts as JSON")
     accuracy = kb_commands.add_parser(
         "accuracy",
         help="score the KB on a labelled corpus",
@@ -147,6 +151,8 @@ def _dispatch(argv: list[str]) -> int:
             return _schema(args.output)
         if args.kb_command == "lint":
             return _lint(args.kb, as_json=args.json)
+        if args.kb_command == "stats":
+            return _stats(as_json=args.json)
         if args.kb_command == "accuracy":
             return _accuracy(args.corpus, misses=args.misses, as_json=args.json)
         parser.parse_args(["kb", "--help"])
@@ -277,19 +283,53 @@ def _schema(output: str | None) -> int:
 
 def _lint(kb_dir: str | None, *, as_json: bool) -> int:
     from fixer.catalog import default_root
-    from fixer.lint import lint
+    from fixer.lint import entry_stats, lint
 
     root = Path(kb_dir) if kb_dir else default_root()
     if not root.is_dir():
         raise CliError(f"no knowledge base at {root}")
     entries, problems = lint(root)
+    stats = [entry_stats(e) for e in entries]
     if as_json:
-        print(json.dumps({"entries": len(entries), "problems": [vars(p) for p in problems]}, indent=2))
+        print(
+            json.dumps(
+                {"entries": [vars(s) for s in stats], "problems": [vars(p) for p in problems]},
+                indent=2,
+            )
+        )
     else:
+        for entry in stats:
+            print(f"{entry.id}: {entry.examples} example(s), repro verified on {entry.repro}")
         for problem in problems:
             print(problem)
         print(f"{len(entries)} entries, {len(problems)} problem(s)")
     return NO_MATCH if problems else OK
+
+
+def _stats(*, as_json: bool) -> int:
+    from collections import Counter
+
+    from fixer.lint import entry_stats
+
+    stats = [entry_stats(e) for e in sorted(_catalog(), key=lambda e: e.id)]
+    repro = Counter(s.repro for s in stats)
+    totals = {
+        "entries": len(stats),
+        "examples": sum(s.examples for s in stats),
+        "entries_with_examples": sum(s.examples > 0 for s in stats),
+        "repro": {kind: repro.get(kind, 0) for kind in ("cpu", "cuda-only", "none")},
+    }
+    if as_json:
+        print(json.dumps({"entries": [vars(s) for s in stats], "totals": totals}, indent=2))
+        return OK
+    from fixer import render
+
+    render.console().print(render.stats_table(stats))
+    print(
+        f"{totals['entries']} entries, {totals['examples']} cited examples; repro verified on cpu: "
+        f"{repro['cpu']}, cuda-only: {repro['cuda-only']}, none: {repro['none']}"
+    )
+    return OK
 
 
 def _accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:

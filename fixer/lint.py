@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fixer.catalog import Catalog, KBError, read_entry
 from fixer.match import Matcher
+from fixer.repro import Verification, verification
 from fixer.schema import Entry
 
 
@@ -17,6 +18,27 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.file}: {self.message}"
+
+
+@dataclass(frozen=True)
+class EntryStats:
+    id: str
+    examples: int
+    ambiguous: int
+    repro: Verification
+    signatures: int
+    rules: int
+
+
+def entry_stats(entry: Entry) -> EntryStats:
+    return EntryStats(
+        id=entry.id,
+        examples=len(entry.examples),
+        ambiguous=sum(e.ambiguous for e in entry.examples),
+        repro=verification(entry),
+        signatures=len(entry.signatures),
+        rules=len(entry.evidence),
+    )
 
 
 def lint(root: Path) -> tuple[list[Entry], list[Problem]]:

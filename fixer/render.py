@@ -6,6 +6,8 @@ Entry text is rendered from the KB as written, so terminal, JSON and site say th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
 from rich.padding import Padding
@@ -14,10 +16,13 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from fixer.evaluate import Score
 from fixer.match import Explanation, Match
 from fixer.parse import Traceback
 from fixer.schema import Entry
+
+if TYPE_CHECKING:  # only the maintenance commands render these; explain must not import them
+    from fixer.evaluate import Score
+    from fixer.lint import EntryStats
 
 _SAFETY_STYLE = {"safe": "green", "unsafe": "yellow", "manual": "magenta"}
 _SAFETY_WORDS = {
@@ -172,11 +177,20 @@ def entry_list(entries: list[Entry]) -> Table:
 def accuracy_table(score: Score) -> Table:
     table = Table(header_style="bold", box=None)
     for column in ("entry", "n", "top-1", "top-3"):
-        table.add_column(column, justify="left" if column == "entry" else "right")
+        table.add_column(column, justify="left" if column == "entry" else "right", no_wrap=True)
     for entry_id, tally in sorted(score.per_entry.items()):
         table.add_row(entry_id, str(tally.n), f"{tally.top1_rate:.2f}", f"{tally.top3_rate:.2f}")
     overall = score.overall
     table.add_row("overall", str(overall.n), f"{overall.top1_rate:.2f}", f"{overall.top3_rate:.2f}", style="bold")
+    return table
+
+
+def stats_table(stats: list[EntryStats]) -> Table:
+    table = Table(header_style="bold", box=None)
+    for column in ("entry", "examples", "ambiguous", "signatures", "rules", "repro"):
+        table.add_column(column, justify="left" if column in {"entry", "repro"} else "right", no_wrap=True)
+    for s in stats:
+        table.add_row(s.id, str(s.examples), str(s.ambiguous), str(s.signatures), str(s.rules), s.repro)
     return table
 
 

@@ -192,3 +192,20 @@ def test_paste_in_a_terminal_is_prompted_for_and_explained():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == OK
     assert b'"optimizer-state-after-resume"' in output
+
+
+def test_kb_stats_counts_examples_and_repro_verification(capsys):
+    assert main(["kb", "stats", "--json"]) == OK
+    out = json.loads(capsys.readouterr().out)
+    totals = out["totals"]
+    assert totals["entries"] == len(out["entries"]) >= 30
+    assert totals["entries_with_examples"] == totals["entries"]
+    assert sum(totals["repro"].values()) == totals["entries"]
+    assert {e["repro"] for e in out["entries"]} <= {"cpu", "cuda-only", "none"}
+
+
+def test_kb_lint_reports_each_entry_and_passes(capsys):
+    assert main(["kb", "lint"]) == OK
+    out = capsys.readouterr().out
+    assert "optimizer-state-after-resume: 3 example(s), repro verified on cpu" in out
+    assert out.rstrip().endswith("0 problem(s)")

@@ -10,117 +10,279 @@ import pytest
 
 VARIANTS = [
     # §1a TensorIterator, 1.0 / 1.1 / 1.2 / 1.3 / modern
-    ("TI-2018", "RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",
-     "https://github.com/BindsNET/bindsnet/issues/238", None),
-    ("TI-1.1", "RuntimeError: expected backend CUDA and dtype Float but got backend CPU and dtype Float",
-     "https://github.com/yunjey/pytorch-tutorial/issues/180", None),
-    ("TI-1.2", "RuntimeError: expected device cpu and dtype Float but got device cuda:0 and dtype Float",
-     "https://github.com/qfgaohao/pytorch-ssd/issues/78", None),
-    ("TI-1.3", "RuntimeError: expected device cuda:0 but got device cpu",
-     "https://github.com/sgrvinod/a-PyTorch-Tutorial-to-Object-Detection/issues/26", None),
-    ("TI-modern", "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
-     "cuda:0 and cpu!", "https://github.com/syuu1987/geekTime-semantic-segmentation/issues/1", None),
-    ("TI-modern two GPUs", "RuntimeError: Expected all tensors to be on the same device, but found at least two "
-     "devices, cuda:2 and cuda:1!", "https://github.com/QwenLM/Qwen/issues/920", None),
+    (
+        "TI-2018",
+        "RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",
+        "https://github.com/BindsNET/bindsnet/issues/238",
+        None,
+    ),
+    (
+        "TI-1.1",
+        "RuntimeError: expected backend CUDA and dtype Float but got backend CPU and dtype Float",
+        "https://github.com/yunjey/pytorch-tutorial/issues/180",
+        None,
+    ),
+    (
+        "TI-1.2",
+        "RuntimeError: expected device cpu and dtype Float but got device cuda:0 and dtype Float",
+        "https://github.com/qfgaohao/pytorch-ssd/issues/78",
+        None,
+    ),
+    (
+        "TI-1.3",
+        "RuntimeError: expected device cuda:0 but got device cpu",
+        "https://github.com/sgrvinod/a-PyTorch-Tutorial-to-Object-Detection/issues/26",
+        None,
+    ),
+    (
+        "TI-modern",
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+        "https://github.com/syuu1987/geekTime-semantic-segmentation/issues/1",
+        None,
+    ),
+    (
+        "TI-modern two GPUs",
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+        "devices, cuda:2 and cuda:1!",
+        "https://github.com/QwenLM/Qwen/issues/920",
+        None,
+    ),
     # §1b wrapper checks: 1.9 typo, 1.10-2.7, 2.8+ (flipped order)
-    ("W-1.9", "Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! "
-     "(when checking arugment for argument mat1 in method wrapper_addmm)", "shared/MESSAGES.md §1b", None),
-    ("W-1.10 index", "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
-     "cuda:0 and cpu! (when checking argument for argument index in method wrapper__index_select)",
-     "https://github.com/facebookresearch/detr/issues/524", {"inputs-not-moved"}),
-    ("W-2.x mat1", "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
-     "cpu and cuda:0! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
-     "https://github.com/haotian-liu/LLaVA/issues/1081", None),
-    ("W-2.8 loss weight", "RuntimeError: Expected all tensors to be on the same device, but got weight is on cpu, "
-     "different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)",
-     "https://github.com/pytorch/pytorch/pull/150750", {"loss-weight-on-cpu"}),
-    ("W-2.8 mat1", "Expected all tensors to be on the same device, but got mat1 is on cpu, different from other "
-     "tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
-     "https://github.com/ClownsharkBatwing/RES4LYF/pull/223", {"inputs-not-moved", "tensor-created-without-device"}),
-    ("W fused adamw", "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
-     "cuda:0 and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)",
-     "https://github.com/FoundationVision/VAR/issues/127", {"optimizer-state-after-resume"}),
-    ("foreach step", "Tensors of the same index must be on the same device and the same dtype except `step` tensors "
-     "that can be CPU and float32 notwithstanding", "https://github.com/tatsu-lab/stanford_alpaca/issues/321",
-     {"optimizer-state-after-resume"}),
+    (
+        "W-1.9",
+        "Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! "
+        "(when checking arugment for argument mat1 in method wrapper_addmm)",
+        "shared/MESSAGES.md §1b",
+        None,
+    ),
+    (
+        "W-1.10 index",
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:0 and cpu! (when checking argument for argument index in method wrapper__index_select)",
+        "https://github.com/facebookresearch/detr/issues/524",
+        {"inputs-not-moved"},
+    ),
+    (
+        "W-2.x mat1",
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+        "cpu and cuda:0! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+        "https://github.com/haotian-liu/LLaVA/issues/1081",
+        None,
+    ),
+    (
+        "W-2.8 loss weight",
+        "RuntimeError: Expected all tensors to be on the same device, but got weight is on cpu, "
+        "different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)",
+        "https://github.com/pytorch/pytorch/pull/150750",
+        {"loss-weight-on-cpu"},
+    ),
+    (
+        "W-2.8 mat1",
+        "Expected all tensors to be on the same device, but got mat1 is on cpu, different from other "
+        "tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
+        "https://github.com/ClownsharkBatwing/RES4LYF/pull/223",
+        {"inputs-not-moved", "tensor-created-without-device"},
+    ),
+    (
+        "W fused adamw",
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:0 and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)",
+        "https://github.com/FoundationVision/VAR/issues/127",
+        {"optimizer-state-after-resume"},
+    ),
+    (
+        "foreach step",
+        "Tensors of the same index must be on the same device and the same dtype except `step` tensors "
+        "that can be CPU and float32 notwithstanding",
+        "https://github.com/tatsu-lab/stanford_alpaca/issues/321",
+        {"optimizer-state-after-resume"},
+    ),
     # §2 legacy TH / TensorArg
-    ("TH 0.4", "Expected object of type torch.cuda.FloatTensor but found type torch.FloatTensor for argument #3 "
-     "'other'", "https://github.com/leeyeehoo/CSRNet-pytorch/issues/3", None),
-    ("TH backend", "Expected object of backend CUDA but got backend CPU for argument #2 'mat2'",
-     "https://github.com/inyeoplee77/SAGPool/issues/3", None),
-    ("TH device type", "Expected object of device type cuda but got device type cpu for argument #2 'mat1' in call "
-     "to _th_addmm", "https://github.com/diegoalejogm/gans/issues/12", None),
-    ("checkSameGPU", "Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU (while checking "
-     "arguments for addmm)", "https://github.com/zenml-io/zenml/issues/90", None),
-    ("checkSameGPU plural", "Tensor for 'out' is on CPU, Tensor for argument #1 'self' is on CPU, but expected them "
-     "to be on GPU (while checking arguments for addmm)", "https://github.com/something678/TodKat/issues/4", None),
+    (
+        "TH 0.4",
+        "Expected object of type torch.cuda.FloatTensor but found type torch.FloatTensor for argument #3 'other'",
+        "https://github.com/leeyeehoo/CSRNet-pytorch/issues/3",
+        None,
+    ),
+    (
+        "TH backend",
+        "Expected object of backend CUDA but got backend CPU for argument #2 'mat2'",
+        "https://github.com/inyeoplee77/SAGPool/issues/3",
+        None,
+    ),
+    (
+        "TH device type",
+        "Expected object of device type cuda but got device type cpu for argument #2 'mat1' in call to _th_addmm",
+        "https://github.com/diegoalejogm/gans/issues/12",
+        None,
+    ),
+    (
+        "checkSameGPU",
+        "Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU (while checking arguments for addmm)",
+        "https://github.com/zenml-io/zenml/issues/90",
+        None,
+    ),
+    (
+        "checkSameGPU plural",
+        "Tensor for 'out' is on CPU, Tensor for argument #1 'self' is on CPU, but expected them "
+        "to be on GPU (while checking arguments for addmm)",
+        "https://github.com/something678/TodKat/issues/4",
+        None,
+    ),
     # §3 convolution type names
-    ("conv input cpu", "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
-     "https://github.com/glam-imperial/cider/issues/6", {"inputs-not-moved"}),
-    ("conv MKLDNN", "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same or "
-     "input should be a MKLDNN tensor and weight is a dense tensor", "shared/MESSAGES.md §3", {"inputs-not-moved"}),
-    ("conv MPS", "Input type (MPSFloatType) and weight type (torch.FloatTensor) should be the same",
-     "shared/MESSAGES.md §3", {"model-not-moved", "submodules-in-plain-container"}),
+    (
+        "conv input cpu",
+        "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+        "https://github.com/glam-imperial/cider/issues/6",
+        {"inputs-not-moved"},
+    ),
+    (
+        "conv MKLDNN",
+        "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same or "
+        "input should be a MKLDNN tensor and weight is a dense tensor",
+        "shared/MESSAGES.md §3",
+        {"inputs-not-moved"},
+    ),
+    (
+        "conv MPS",
+        "Input type (MPSFloatType) and weight type (torch.FloatTensor) should be the same",
+        "shared/MESSAGES.md §3",
+        {"model-not-moved", "submodules-in-plain-container"},
+    ),
     # §4 RNN
-    ("RNN input cpu", "RuntimeError: Input and parameter tensors are not at the same device, found input tensor at "
-     "cpu and parameter tensor at cuda:0", "https://github.com/MarWaltz/TUD_RL/issues/21", {"inputs-not-moved"}),
-    ("RNN hidden", "RuntimeError: Input and hidden tensors are not at the same device, found input tensor at cuda:0 "
-     "and hidden tensor at cpu", "https://github.com/Lightning-AI/pytorch-lightning/issues/3738",
-     {"rnn-hidden-state-on-cpu"}),
+    (
+        "RNN input cpu",
+        "RuntimeError: Input and parameter tensors are not at the same device, found input tensor at "
+        "cpu and parameter tensor at cuda:0",
+        "https://github.com/MarWaltz/TUD_RL/issues/21",
+        {"inputs-not-moved"},
+    ),
+    (
+        "RNN hidden",
+        "RuntimeError: Input and hidden tensors are not at the same device, found input tensor at cuda:0 "
+        "and hidden tensor at cpu",
+        "https://github.com/Lightning-AI/pytorch-lightning/issues/3738",
+        {"rnn-hidden-state-on-cpu"},
+    ),
     # §5 indexing
-    ("indices", "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)",
-     "https://github.com/PanasonicConnect/InvReg/issues/1", {"index-on-other-device"}),
+    (
+        "indices",
+        "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)",
+        "https://github.com/PanasonicConnect/InvReg/issues/1",
+        {"index-on-other-device"},
+    ),
     # §6 DataParallel, §7 DDP
-    ("DataParallel", "RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) "
-     "but found one of them on device: cpu", "https://github.com/kennethwdk/MLCReID/issues/5",
-     {"dataparallel-params-not-on-device0"}),
-    ("DDP 1.9+", "ValueError: DistributedDataParallel device_ids and output_device arguments only work with "
-     "single-device/multiple-device GPU modules or CPU modules, but got device_ids [0], output_device 0, and module "
-     "parameters {device(type='cpu')}.", "https://github.com/pytorch/pytorch/issues/100243",
-     {"ddp-module-not-on-device"}),
+    (
+        "DataParallel",
+        "RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) "
+        "but found one of them on device: cpu",
+        "https://github.com/kennethwdk/MLCReID/issues/5",
+        {"dataparallel-params-not-on-device0"},
+    ),
+    (
+        "DDP 1.9+",
+        "ValueError: DistributedDataParallel device_ids and output_device arguments only work with "
+        "single-device/multiple-device GPU modules or CPU modules, but got device_ids [0], output_device 0, and module "
+        "parameters {device(type='cpu')}.",
+        "https://github.com/pytorch/pytorch/issues/100243",
+        {"ddp-module-not-on-device"},
+    ),
     # §8 serialization
-    ("load no CUDA", "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
-     "is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') "
-     "to map your storages to the CPU.", "https://github.com/hkchengrex/Cutie/issues/37",
-     {"torch-load-without-map-location"}),
+    (
+        "load no CUDA",
+        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+        "is False. If you are running on a CPU-only machine, please use torch.load with "
+        "map_location=torch.device('cpu') to map your storages to the CPU.",
+        "https://github.com/hkchengrex/Cutie/issues/37",
+        {"torch-load-without-map-location"},
+    ),
     # §9 numpy
-    ("numpy 1.0", "TypeError: can't convert CUDA tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
-     "first.", "https://github.com/iMoonLab/PVRNet/issues/3", {"numpy-on-cuda-tensor"}),
-    ("numpy 1.5+", "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
-     "to host memory first.", "https://github.com/Zhongdao/Towards-Realtime-MOT/issues/257", {"numpy-on-cuda-tensor"}),
+    (
+        "numpy 1.0",
+        "TypeError: can't convert CUDA tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
+        "https://github.com/iMoonLab/PVRNet/issues/3",
+        {"numpy-on-cuda-tensor"},
+    ),
+    (
+        "numpy 1.5+",
+        "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+        "to host memory first.",
+        "https://github.com/Zhongdao/Towards-Realtime-MOT/issues/257",
+        {"numpy-on-cuda-tensor"},
+    ),
     # §10 generators
-    ("generator", "RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'",
-     "https://github.com/hcnoh/knowledge-tracing-collection-pytorch/issues/8", {"default-device-generator"}),
+    (
+        "generator",
+        "RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'",
+        "https://github.com/hcnoh/knowledge-tracing-collection-pytorch/issues/8",
+        {"default-device-generator"},
+    ),
     # §11 CUDA availability
-    ("no CUDA build", "AssertionError: Torch not compiled with CUDA enabled", "shared/MESSAGES.md §11",
-     {"torch-not-compiled-with-cuda"}),
-    ("invalid ordinal", "RuntimeError: CUDA error: invalid device ordinal",
-     "https://github.com/gaomingqi/Track-Anything/issues/83", {"hardcoded-device-ordinal", "more-ranks-than-gpus"}),
+    (
+        "no CUDA build",
+        "AssertionError: Torch not compiled with CUDA enabled",
+        "shared/MESSAGES.md §11",
+        {"torch-not-compiled-with-cuda"},
+    ),
+    (
+        "invalid ordinal",
+        "RuntimeError: CUDA error: invalid device ordinal",
+        "https://github.com/gaomingqi/Track-Anything/issues/83",
+        {"hardcoded-device-ordinal", "more-ranks-than-gpus"},
+    ),
     # §13 FakeTensor / Dynamo
-    ("FakeTensor old", "RuntimeError: Unhandled FakeTensor Device Propagation for aten.embedding.default, found two "
-     "different devices cpu, cuda:0", "https://github.com/pytorch/pytorch/issues/153056",
-     {"compile-fake-tensor-device", "module-created-in-forward"}),
-    ("Dynamo 2.7+", "torch._dynamo.exc.TorchRuntimeError: Dynamo failed to run FX node with fake tensors: "
-     "call_function <built-in function add>(*(FakeTensor(..., device='spyre:0', size=(1, 32)), FakeTensor(..., "
-     "size=(1, 32))), **{}): got RuntimeError('Unhandled FakeTensor Device Propagation for aten.add.Tensor, found two "
-     "different devices spyre:0, cpu')", "https://github.com/torch-spyre/torch-spyre/issues/1419",
-     {"compile-fake-tensor-device"}),
+    (
+        "FakeTensor old",
+        "RuntimeError: Unhandled FakeTensor Device Propagation for aten.embedding.default, found two "
+        "different devices cpu, cuda:0",
+        "https://github.com/pytorch/pytorch/issues/153056",
+        {"compile-fake-tensor-device", "module-created-in-forward"},
+    ),
+    (
+        "Dynamo 2.7+",
+        "torch._dynamo.exc.TorchRuntimeError: Dynamo failed to run FX node with fake tensors: "
+        "call_function <built-in function add>(*(FakeTensor(..., device='spyre:0', size=(1, 32)), FakeTensor(..., "
+        "size=(1, 32))), **{}): got RuntimeError('Unhandled FakeTensor Device Propagation for aten.add.Tensor, "
+        "found two different devices spyre:0, cpu')",
+        "https://github.com/torch-spyre/torch-spyre/issues/1419",
+        {"compile-fake-tensor-device"},
+    ),
     # §14 MPS, §15 NCCL
-    ("MPS placeholder", "RuntimeError: Placeholder storage has not been allocated on MPS device!",
-     "https://github.com/EleutherAI/lm-evaluation-harness/issues/1131", {"inputs-not-moved"}),
-    ("NCCL", "RuntimeError: Tensors must be CUDA and dense", "https://github.com/pytorch/examples/issues/1030",
-     {"nccl-cpu-tensors"}),
+    (
+        "MPS placeholder",
+        "RuntimeError: Placeholder storage has not been allocated on MPS device!",
+        "https://github.com/EleutherAI/lm-evaluation-harness/issues/1131",
+        {"inputs-not-moved"},
+    ),
+    (
+        "NCCL",
+        "RuntimeError: Tensors must be CUDA and dense",
+        "https://github.com/pytorch/examples/issues/1030",
+        {"nccl-cpu-tensors"},
+    ),
     # §16 third-party wrappers
-    ("accelerate offload", "RuntimeError: You can't move a model that has some modules offloaded to cpu or disk.",
-     "https://github.com/01-ai/Yi/issues/302", {"accelerate-offloaded-model-moved"}),
-    ("transformers 4.30 bnb", "ValueError: `.to` is not supported for `4-bit` or `8-bit` models. Please use the model "
-     "as it is, since the model has already been set to the correct devices and casted to the correct `dtype`.",
-     "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/547", {"bnb-quantized-model-to"}),
-    ("Keras wrapper", "RuntimeError: Exception encountered when calling Dense.call().\n\nExpected all tensors to be "
-     "on the same device, but found at least two devices, cuda:1 and cuda:0! (when checking argument for argument "
-     "mat2 in method wrapper_CUDA_mm)\n\nArguments received by Dense.call():\n  • inputs=torch.Tensor(shape=torch."
-     "Size([192, 3, 32, 32]), dtype=float32)\n  • training=None", "https://github.com/keras-team/keras/issues/20415",
-     {"keras-torch-dataparallel"}),
+    (
+        "accelerate offload",
+        "RuntimeError: You can't move a model that has some modules offloaded to cpu or disk.",
+        "https://github.com/01-ai/Yi/issues/302",
+        {"accelerate-offloaded-model-moved"},
+    ),
+    (
+        "transformers 4.30 bnb",
+        "ValueError: `.to` is not supported for `4-bit` or `8-bit` models. Please use the model "
+        "as it is, since the model has already been set to the correct devices and casted to the correct `dtype`.",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/547",
+        {"bnb-quantized-model-to"},
+    ),
+    (
+        "Keras wrapper",
+        "RuntimeError: Exception encountered when calling Dense.call().\n\nExpected all tensors to be "
+        "on the same device, but found at least two devices, cuda:1 and cuda:0! (when checking argument for argument "
+        "mat2 in method wrapper_CUDA_mm)\n\nArguments received by Dense.call():\n  • inputs=torch.Tensor(shape=torch."
+        "Size([192, 3, 32, 32]), dtype=float32)\n  • training=None",
+        "https://github.com/keras-team/keras/issues/20415",
+        {"keras-torch-dataparallel"},
+    ),
 ]
 
 
