@@ -14,8 +14,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from fixer import __version__
+
+if TYPE_CHECKING:
+    from fixer.catalog import Catalog
+    from fixer.match import Explanation
 
 OK, NO_MATCH, USAGE, NO_TRACEBACK = 0, 1, 2, 3
 DEFAULT_EXAMPLE = "optimizer-state-after-resume"
@@ -38,7 +43,7 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's default prints usage; one line is kinder
+    def error(self, message: str) -> NoReturn:  # argparse's default prints usage; one line is kinder
         raise CliError(f"{message} (see `{self.prog} --help`)")
 
 
@@ -160,7 +165,7 @@ def _dispatch(argv: list[str]) -> int:
     return USAGE
 
 
-def _catalog():
+def _catalog() -> Catalog:
     from fixer.catalog import KBError, load
 
     try:
@@ -218,7 +223,7 @@ def _explain_text(text: str, *, top: int, as_json: bool, passthrough: bool) -> i
     return OK if result.matches else NO_MATCH
 
 
-def _print_explanation(result, top: int, passthrough: bool) -> None:
+def _print_explanation(result: Explanation, top: int, passthrough: bool) -> None:
     from fixer import render
 
     out = render.console()

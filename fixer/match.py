@@ -20,7 +20,8 @@ from fixer.schema import Condition, Entry
 
 SIMILARITY_POINTS = 25
 SIMILARITY_FLOOR = 50.0  # below this, two messages are unrelated and similarity adds nothing
-STRONG_SIMILARITY_POINTS = 18
+SIMILARITY_TIE = 2.0  # entries whose closest cases are this close to each other share the points
+RESEMBLANCE = 86.0  # a message this close to one of an entry's examples makes it a candidate
 MIN_SCORE = 15
 
 
@@ -64,11 +65,20 @@ class _Rule:
 
 
 @dataclass(frozen=True)
+class _Known:
+    """A real example's message, normalised, with the kinds of devices it names."""
+
+    message: str
+    kinds: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
 class _CompiledEntry:
     entry: Entry
     signatures: tuple[_Signature, ...]
     rules: tuple[_Rule, ...]
-    examples: tuple[tuple[str, str], ...]  # (normalised message, source)
+    examples: tuple[_Known, ...]
 
 
 _REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code", "source")
@@ -101,7 +111,8 @@ class Matcher:
         for example in entry.examples:
             tb = parse(example.traceback, self.catalog.known_messages)
             if tb and tb.message:
-                examples.append((normalise(tb.message), str(example.source)))
+                kinds = extract(tb).device_kinds
+                examples.append(_Known(normalise(tb.message), kinds, str(example.source)))
         return _CompiledEntry(entry, signatures, rules, tuple(examples))
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
@@ -115,22 +126,27 @@ class Matcher:
         if evidence.dtype_only:
             return []
         normalised = normalise(evidence.message) if evidence.message else ""
-        matches = [m for c in self._entries if (m := self._score(c, evidence, normalised))]
+        closest = {c.entry.id: self._closest(c, normalised, evidence.device_kinds) for c in self._entries}
+        matches = [m for c in self._entries if (m := self._score(c, evidence, closest))]
         matches.sort(key=lambda m: (-m.score, m.id))
         return matches[:top] if top else matches
 
-    def _score(self, compiled: _CompiledEntry, ev: Evidence, normalised: str) -> Match | None:
+    def _score(
+        self, compiled: _CompiledEntry, ev: Evidence, closest: dict[str, tuple[float, str] | None]
+    ) -> Match | None:
         reasons: list[Reason] = []
+        similarity = _similarity(closest, compiled.entry.id)
+        found = closest[compiled.entry.id]
+        resembles = found is not None and found[0] >= RESEMBLANCE
         signature = self._best_signature(compiled, ev)
         if signature:
             reasons.append(signature)
-        similarity = self._similarity(compiled, normalised)
         if similarity:
             reasons.append(similarity)
         rules = [Reason(r.because, r.weight) for r in compiled.rules if _holds(r, ev)]
         reasons.extend(rules)
         evidence_points = sum(r.points for r in rules)
-        if not _competes(signature, similarity, evidence_points, has_message=bool(ev.message)):
+        if not _competes(signature, resembles, evidence_points, has_message=bool(ev.message)):
             return None
         score = max(0, min(100, sum(r.points for r in reasons)))
         if score < MIN_SCORE:
@@ -153,22 +169,34 @@ class Matcher:
         return best
 
     @staticmethod
-    def _similarity(compiled: _CompiledEntry, normalised: str) -> Reason | None:
-        if not normalised or not compiled.examples:
+    def _closest(compiled: _CompiledEntry, normalised: str, kinds: tuple[str, ...]) -> tuple[float, str] | None:
+        """The entry's real example closest to the message, among those naming the same kinds of
+        devices: "cuda and cuda" and "cuda and cpu" read alike but point to different causes."""
+        comparable = [k for k in compiled.examples if not (kinds and k.kinds) or k.kinds == kinds]
+        if not normalised or not comparable:
             return None
-        ratio, source = max((fuzz.ratio(normalised, text), src) for text, src in compiled.examples)
-        if ratio <= SIMILARITY_FLOOR:
-            return None
-        points = round(SIMILARITY_POINTS * (ratio - SIMILARITY_FLOOR) / (100 - SIMILARITY_FLOOR))
-        if points <= 0:
-            return None
-        return Reason(f"the message is {ratio:.0f}% like a known case ({source})", points)
+        return max((fuzz.ratio(normalised, k.message), k.source) for k in comparable)
 
 
-def _competes(signature: Reason | None, similarity: Reason | None, evidence_points: int, *, has_message: bool) -> bool:
+def _similarity(closest: dict[str, tuple[float, str] | None], entry_id: str) -> Reason | None:
+    """Points for looking like a known case, shared among the entries whose cases look as much alike:
+    a bare "cuda:0 and cpu!" resembles the examples of a dozen causes and so tells none of them apart."""
+    found = closest[entry_id]
+    if found is None or found[0] <= SIMILARITY_FLOOR:
+        return None
+    ratio, source = found
+    peers = sum(1 for other in closest.values() if other and other[0] >= ratio - SIMILARITY_TIE)
+    points = round(SIMILARITY_POINTS * (ratio - SIMILARITY_FLOOR) / (100 - SIMILARITY_FLOOR) / peers)
+    if points <= 0:
+        return None
+    shared = f"; so are cases of {peers - 1} other entries" if peers > 1 else ""
+    return Reason(f"the message is {ratio:.0f}% like a known case ({source}){shared}", points)
+
+
+def _competes(signature: Reason | None, resembles: bool, evidence_points: int, *, has_message: bool) -> bool:
     """An entry competes when its message shape matches or the message closely resembles one of its
     real examples; for a paste with frames but no message, when the frames alone make a strong case."""
-    if signature or (similarity and similarity.points >= STRONG_SIMILARITY_POINTS):
+    if signature or resembles:
         return True
     return not has_message and evidence_points >= 2 * MIN_SCORE
 

@@ -7,10 +7,12 @@ different causes; ordinals, addresses, shapes, numbers, dtypes and paths do not.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 VERSION = 1
 
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+_Replacement = str | Callable[[re.Match[str]], str]
+_RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
         (r"0x[0-9a-fA-F]+", "<ADDR>"),
