@@ -151,27 +151,26 @@ def parse(text: str, known_messages: re.Pattern[str] | None = None) -> Traceback
     return Traceback(final=chain[-1], chain=chain[:-1], rank=chosen, ranks=ranks, text=cleaned)
 
 
-def _known_message(lines: list[str], known: re.Pattern[str] | None) -> tuple[RaisedException, ...]:
+def _known_message(lines: list[str], known: re.Pattern[str] | None) -> str | None:
+    """The last paragraph that starts with a known message, printed without an exception type."""
     if known is None:
-        return ()
+        return None
     for start in range(len(lines) - 1, -1, -1):
         if known.search(lines[start]):
             end = start + 1
             while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
                 end += 1
-            return (RaisedException(type=None, message="\n".join(lines[start:end]).strip()),)
-    return ()
+            return "\n".join(lines[start:end]).strip()
+    return None
 
 
-def _with_known_message(
-    chain: tuple[RaisedException, ...], known: tuple[RaisedException, ...]
-) -> tuple[RaisedException, ...]:
+def _with_known_message(chain: tuple[RaisedException, ...], known: str | None) -> tuple[RaisedException, ...]:
     """Frames whose exception line is missing, completed by a known message found elsewhere."""
-    if not known:
+    if known is None:
         return chain
     if not chain:
-        return known
-    return (*chain[:-1], replace(chain[-1], message=known[0].message))
+        return (RaisedException(type=None, message=known),)
+    return (*chain[:-1], replace(chain[-1], message=known))
 
 
 def _has_message(chain: tuple[RaisedException, ...]) -> bool:
