@@ -1,10 +1,12 @@
 """The `fixer` command line. Side effects (reading input, printing, exit codes) live here only.
 
 Exit codes, for scripts:
-  0  a KB entry matched (explain), or the command succeeded
-  1  a traceback was found but no KB entry matches it; `kb lint` found problems
+  0  a KB entry matched (explain), a patch was proposed or applied (patch), or the command succeeded
+  1  a traceback was found but no KB entry matches it, or (patch) no automatic patch exists;
+     `kb lint` found problems
   2  bad usage or unreadable input (missing file, directory, binary data, broken KB)
   3  no traceback or known error message in the input
+  4  (patch --apply) nothing written: declined, unsafe without --unsafe, or the file changed
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ from fixer import __version__
 
 if TYPE_CHECKING:
     from fixer.catalog import Catalog
-    from fixer.match import Explanation
+    from fixer.match import Explanation, Match
+    from fixer.patching.plan import Patch
 
-OK, NO_MATCH, USAGE, NO_TRACEBACK = 0, 1, 2, 3
+OK, NO_MATCH, USAGE, NO_TRACEBACK, NOT_APPLIED = 0, 1, 2, 3, 4
 DEFAULT_EXAMPLE = "optimizer-state-after-resume"
 
 EPILOG = """\
-exit codes: 0 matched / success, 1 no KB entry matches (lint: problems found),
-2 bad usage or unreadable input, 3 no traceback found in the input.
+exit codes: 0 matched / success, 1 no KB entry matches (patch: no automatic patch;
+lint: problems found), 2 bad usage or unreadable input, 3 no traceback found in the input,
+4 patch not applied (declined, unsafe without --unsafe, or the file changed).
 
 Plain `fixer` with piped input passes the text through live and explains the last
 traceback:  python train.py 2>&1 | fixer
@@ -74,6 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help=f"explain a real example traceback from the KB (default: {DEFAULT_EXAMPLE})",
     )
+
+    patch = commands.add_parser(
+        "patch",
+        help="propose (or apply) a patch to your code for a traceback",
+        description="Find the traceback in FILE (or stdin), take the most likely cause, and show the "
+        "unified diff its fix makes to your own files named in the traceback. Nothing is written "
+        "without --apply and your consent.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    patch.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback; '-' is stdin")
+    patch.add_argument("--apply", action="store_true", help="write the patch after asking (see --yes)")
+    patch.add_argument("--yes", action="store_true", help="with --apply: do not ask")
+    patch.add_argument("--unsafe", action="store_true", help="with --apply: also write unsafe patches")
+    patch.add_argument("--entry", metavar="ID", help="use this KB entry's fix instead of the best match")
+    patch.add_argument("--json", action="store_true", help="the patches as JSON")
 
     show = commands.add_parser("show", help="show a KB entry", description="Show one KB entry in full.")
     show.add_argument("id", metavar="ID")
@@ -147,6 +167,9 @@ def _dispatch(argv: list[str]) -> int:
         else:
             text = _read_input(args.file, passthrough=False)
         return _explain_text(text, top=args.top, as_json=args.json, passthrough=False)
+    if args.command == "patch":
+        text = _read_input(args.file, passthrough=False)
+        return _patch(text, args)
     if args.command == "show":
         return _show(args.id, as_json=args.json)
     if args.command == "list":
@@ -363,3 +386,94 @@ def _accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
         for item_id, expect, got in score.misses:
             print(f"miss {item_id}: want {list(expect)}, got {got}")
     return OK
+
+
+def _patch(text: str, args: argparse.Namespace) -> int:
+    from fixer.match import Matcher
+
+    matcher = Matcher(_catalog())
+    result = matcher.explain(text)
+    if result.traceback is None:
+        raise CliError("no traceback or known error message found in the input", NO_TRACEBACK)
+    match = next((m for m in result.matches if m.id == args.entry), None) if args.entry else None
+    if args.entry and match is None:
+        entry = matcher.catalog.get(args.entry)
+        if entry is None:
+            raise CliError(f"no KB entry {args.entry!r}; `fixer list` shows the ids")
+        from fixer.match import Match
+
+        match = Match(entry=entry, score=0, reasons=())  # the user's choice, not a ranking
+    match = match or (result.matches[0] if result.matches else None)
+    if match is None:
+        raise CliError("no KB entry matches this error, so there is nothing to patch", NO_MATCH)
+    from fixer.patching.plan import propose
+
+    patches = propose(result.traceback, match)
+    if args.json:
+        print(json.dumps({"entry": match.id, "patches": [_patch_json(p) for p in patches]}, indent=2))
+    if not patches:
+        if not args.json:
+            _explain_no_patch(match)
+        return NO_MATCH
+    if not args.json:
+        from fixer import render
+
+        out = render.console()
+        for patch in patches:
+            out.print(render.patch_view(patch))
+    if not args.apply:
+        return OK
+    return _apply(patches, yes=args.yes, unsafe=args.unsafe)
+
+
+def _patch_json(patch: Patch) -> dict[str, str]:
+    return {
+        "path": str(patch.path),
+        "entry": patch.entry,
+        "codemod": patch.codemod,
+        "applicability": patch.applicability,
+        "summary": patch.summary,
+        "diff": patch.diff,
+    }
+
+
+def _explain_no_patch(match: Match) -> None:
+    entry = match.entry
+    print(f"fixer: no automatic patch for {entry.id} in the files this traceback names here.")
+    print(f"To fix it by hand ({entry.fix.summary.rstrip('.')}):")
+    for number, step in enumerate(entry.fix.steps, 1):
+        print(f"  {number}. {' '.join(step.split())}")
+
+
+def _apply(patches: list[Patch], *, yes: bool, unsafe: bool) -> int:
+    from fixer.patching.apply import PatchError, apply
+
+    chosen = [p for p in patches if p.applicability == "safe" or unsafe]
+    skipped = len(patches) - len(chosen)
+    if skipped:
+        print(f"fixer: {skipped} unsafe patch(es) not applied; review them and pass --unsafe", file=sys.stderr)
+    if not chosen:
+        return NOT_APPLIED
+    if not yes and not _consent(chosen):
+        print("fixer: nothing written", file=sys.stderr)
+        return NOT_APPLIED
+    for patch in chosen:
+        try:
+            apply(patch)
+        except PatchError as exc:
+            print(f"fixer: {exc}", file=sys.stderr)
+            return NOT_APPLIED
+        print(f"fixer: patched {patch.path}", file=sys.stderr)
+    return OK if not skipped else NOT_APPLIED
+
+
+def _consent(patches: list[Patch]) -> bool:
+    """Ask on the terminal itself: stdin may be the piped traceback."""
+    names = ", ".join(str(p.path) for p in patches)
+    try:
+        with open("/dev/tty", "r+", encoding="utf-8") as tty:
+            tty.write(f"Apply {len(patches)} patch(es) to {names}? [y/N] ")
+            tty.flush()
+            return tty.readline().strip().lower() in {"y", "yes"}
+    except OSError:
+        raise CliError("no terminal to ask for consent; pass --yes to apply without asking", NOT_APPLIED) from None

@@ -20,9 +20,10 @@ from fixer.match import Explanation, Match
 from fixer.parse import Traceback
 from fixer.schema import Entry
 
-if TYPE_CHECKING:  # only the maintenance commands render these; explain must not import them
+if TYPE_CHECKING:  # only other commands render these; explain must not import them
     from fixer.evaluate import Score
     from fixer.lint import EntryStats
+    from fixer.patching.plan import Patch
 
 _SAFETY_STYLE = {"safe": "green", "unsafe": "yellow", "manual": "magenta"}
 _SAFETY_WORDS = {
@@ -192,6 +193,15 @@ def stats_table(stats: list[EntryStats]) -> Table:
     for s in stats:
         table.add_row(s.id, str(s.examples), str(s.ambiguous), str(s.signatures), str(s.rules), s.repro)
     return table
+
+
+def patch_view(patch: Patch) -> Group:
+    style = _SAFETY_STYLE[patch.applicability]
+    head = Text()
+    head.append(f"{patch.path}", style="bold")
+    head.append(f"  {patch.codemod} ({patch.entry}): {patch.summary}  ")
+    head.append(f"[{_SAFETY_WORDS[patch.applicability]}]", style=style)
+    return Group(head, Syntax(patch.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"), Text())
 
 
 def console(stderr: bool = False) -> Console:

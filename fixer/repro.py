@@ -3,14 +3,14 @@ error, the corrected one must run).
 
 Each snippet runs as its own script in a fresh interpreter: it imports torch, some stand-ins for an
 accelerator can abort the process, and a real file gives the traceback real frames and code lines,
-as the user's would have.
+as the user's would have. Keep the file while explaining its output: fixer reads the source around
+the frames, as it would read a user's script.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -38,19 +38,16 @@ def verification(entry: Entry) -> Verification:
     return "cpu" if entry.repro.needs == "cpu" else "cuda-only"
 
 
-def run_snippet(code: str, *, timeout: float = TIMEOUT_S) -> Run:
-    with tempfile.TemporaryDirectory(prefix="fixer-repro-") as folder:
-        script = Path(folder) / "repro.py"
-        script.write_text(code, encoding="utf-8")
-        try:
-            done = subprocess.run(
-                [sys.executable, str(script)],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                cwd=folder,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return Run(returncode=-1, output=f"timed out after {timeout:.0f} s")
+def run_script(script: Path, *, timeout: float = TIMEOUT_S) -> Run:
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=script.parent,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return Run(returncode=-1, output=f"timed out after {timeout:.0f} s")
     return Run(returncode=done.returncode, output=done.stdout + done.stderr)

@@ -1,0 +1,82 @@
+"""What every codemod shares: the target (where the error surfaced), running one, naming code.
+
+A codemod is a LibCST transformer with positions available. It receives the lines of the file the
+traceback named, so it can prefer the code that actually failed, and it changes nothing when the
+pattern it fixes is not there: a codemod never guesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+Safety = Literal["safe", "unsafe"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Lines of this file that the traceback passes through (1-based), innermost last."""
+
+    lines: tuple[int, ...] = ()
+
+
+class Codemod(cst.CSTTransformer):
+    id: ClassVar[str]
+    safety: ClassVar[Safety]
+    summary: ClassVar[str]
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, target: Target) -> None:
+        super().__init__()
+        self.target = target
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(PositionProvider, node).start.line
+
+    def spans_target(self, node: cst.CSTNode) -> bool:
+        span = self.get_metadata(PositionProvider, node)
+        return any(span.start.line <= line <= span.end.line for line in self.target.lines)
+
+
+def run(codemod: type[Codemod], source: str, target: Target) -> str | None:
+    """The transformed source, or None when the codemod found nothing to change (or cannot parse)."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    changed = MetadataWrapper(module).visit(codemod(target)).code
+    return changed if changed != source else None
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`torch.nn.Linear` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else None
+    return None
+
+
+def method_call(node: cst.BaseExpression, *names: str) -> cst.Call | None:
+    """`x.to(...)` / `x.cuda()`: the call when its callee is an attribute named one of `names`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
+        return node
+    return None
+
+
+def module_constructor(node: cst.BaseExpression) -> bool:
+    """`nn.Linear(...)`, `torch.nn.Conv2d(...)`, `MyHead(...)`: a call of a capitalised callable."""
+    if not isinstance(node, cst.Call):
+        return False
+    name = dotted(node.func)
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
+
+
+def chain_to(value: cst.BaseExpression, move: cst.Call) -> cst.Call:
+    """`value.to(<same args as move>)` (or `.cuda(...)`), reusing the user's own device expression."""
+    assert isinstance(move.func, cst.Attribute)
+    return cst.Call(func=cst.Attribute(value=value, attr=move.func.attr), args=move.args)

@@ -1,0 +1,1 @@
+"""One module per codemod; each defines CODEMOD and is registered in fixer.patching.registry."""

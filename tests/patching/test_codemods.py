@@ -1,0 +1,68 @@
+"""Codemod fixtures in the TorchFix style: fixtures/<codemod>/<case>.in.py -> <case>.out.py.
+
+A case without .out.py is code the codemod must leave alone. A line marked `# fixer: error` is where
+the traceback points. Every case with an .out.py is also executed: the original must fail with a
+device error that fixer puts the codemod's entry first for, and the patched code must run. The
+scripts use the `meta` device or FakeTensorMode on `cuda:N` as the stand-in accelerator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixer.patching import registry
+from fixer.patching.base import Target, run
+from fixer.repro import run_script
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CASES = sorted(FIXTURES.glob("*/*.in.py"))
+
+
+def _target(source: str) -> Target:
+    return Target(lines=tuple(n for n, line in enumerate(source.splitlines(), 1) if "# fixer: error" in line))
+
+
+def _expected(case: Path) -> Path:
+    return case.with_name(case.name.replace(".in.py", ".out.py"))
+
+
+def _ids(cases: list[Path]) -> list[str]:
+    return [f"{c.parent.name}/{c.name.removesuffix('.in.py')}" for c in cases]
+
+
+def test_every_registered_codemod_has_fixtures():
+    assert {c.parent.name for c in CASES} == set(registry.CODEMODS)
+    for codemod_id in registry.CODEMODS:
+        cases = [c for c in CASES if c.parent.name == codemod_id]
+        assert any(_expected(c).exists() for c in cases), f"{codemod_id}: no case it changes"
+        assert any(not _expected(c).exists() for c in cases), f"{codemod_id}: no case it must leave alone"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_codemod_output(case: Path):
+    codemod = registry.load(case.parent.name)
+    source = case.read_text()
+    result = run(codemod, source, _target(source))
+    expected = _expected(case)
+    if expected.exists():
+        assert result == expected.read_text()
+    else:
+        assert result is None, "the codemod changed code it must leave alone"
+
+
+_EXECUTED = [c for c in CASES if _expected(c).exists()]
+
+
+@pytest.mark.parametrize("case", _EXECUTED, ids=_ids(_EXECUTED))
+def test_original_fails_with_the_entry_error_and_patched_code_runs(case: Path, catalog, matcher):
+    codemod_id = case.parent.name
+    entries = {e.id for e in catalog if e.fix.codemod == codemod_id}
+    assert entries, f"no KB entry names {codemod_id}"
+    before = run_script(case)
+    assert before.raised, f"the original did not fail:\n{before.output[-2000:]}"
+    ranked = [m.id for m in matcher.explain(before.output).matches]
+    assert ranked and ranked[0] in entries, f"ranked {ranked[:3]} for:\n{before.output[-2000:]}"
+    after = run_script(_expected(case))
+    assert after.returncode == 0, after.output[-2000:]
