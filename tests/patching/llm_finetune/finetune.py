@@ -19,17 +19,17 @@ for param in model.block.parameters():
     param.requires_grad = True
 
 
-def calc_loss_batch(input_batch, target_batch, model, device):
+def batch_loss(input_batch, target_batch, model, device):
     input_batch, target_batch = input_batch.to(device), target_batch.to(device)
     logits = model(input_batch)[:, -1, :]
     return torch.nn.functional.cross_entropy(logits, target_batch)
 
 
-def train_classifier(model, batches, optimizer, device, epochs=2):
+def fit_classifier(model, batches, optimizer, device, epochs=2):
     for _ in range(epochs):
         for input_batch, target_batch in batches:
             optimizer.zero_grad()
-            loss = calc_loss_batch(input_batch, target_batch, model, device)
+            loss = batch_loss(input_batch, target_batch, model, device)
             loss.backward()
             optimizer.step()
     return loss
@@ -37,5 +37,5 @@ def train_classifier(model, batches, optimizer, device, epochs=2):
 
 batches = [(torch.randint(0, 50, (4, 8)), torch.randint(0, 2, (4,))) for _ in range(3)]
 optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-5)
-train_classifier(model, batches, optimizer, device)
+fit_classifier(model, batches, optimizer, device)
 print("trained")
