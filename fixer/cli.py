@@ -234,19 +234,35 @@ def _explain_text(text: str, *, top: int, as_json: bool, passthrough: bool) -> i
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
     result = Matcher(_catalog()).explain(text)
+    patches = _local_patches(result)
     if as_json:
         from fixer.report import explain_out
 
         matches = result.matches[:top]
-        print(explain_out(result.traceback, result.evidence, matches).model_dump_json(indent=2))
+        print(explain_out(result.traceback, result.evidence, matches, patches).model_dump_json(indent=2))
     else:
-        _print_explanation(result, top, passthrough)
+        _print_explanation(result, top, passthrough, patches)
     if result.traceback is None:
         return OK if passthrough else NO_TRACEBACK
     return OK if result.matches else NO_MATCH
 
 
-def _print_explanation(result: Explanation, top: int, passthrough: bool) -> None:
+def _local_patches(result: Explanation) -> list[Patch]:
+    """The best match's patch when the traceback's own files are here; LibCST loads only then."""
+    from fixer.patching import registry
+    from fixer.patching.targets import user_files
+
+    if result.traceback is None or not result.matches:
+        return []
+    codemod = result.matches[0].entry.fix.codemod
+    if codemod not in registry.CODEMODS or not user_files(result.traceback):
+        return []
+    from fixer.patching.plan import propose
+
+    return propose(result.traceback, result.matches[0])
+
+
+def _print_explanation(result: Explanation, top: int, passthrough: bool, patches: list[Patch]) -> None:
     from fixer import render
 
     out = render.console()
@@ -267,6 +283,10 @@ def _print_explanation(result: Explanation, top: int, passthrough: bool) -> None
         out.print(f"fixer: {reason}.")
         return
     out.print(render.explanation(result, top))
+    for patch in patches:
+        out.print(render.patch_view(patch))
+    if patches:
+        out.print("[dim]Apply with: fixer patch --apply (it asks first; only safe patches unless --unsafe)[/dim]")
 
 
 def _show(entry_id: str, *, as_json: bool) -> int:
@@ -410,7 +430,9 @@ def _patch(text: str, args: argparse.Namespace) -> int:
 
     patches = propose(result.traceback, match)
     if args.json:
-        print(json.dumps({"entry": match.id, "patches": [_patch_json(p) for p in patches]}, indent=2))
+        from fixer.report import patch_out
+
+        print(json.dumps({"entry": match.id, "patches": [patch_out(p).model_dump() for p in patches]}, indent=2))
     if not patches:
         if not args.json:
             _explain_no_patch(match)
@@ -424,17 +446,6 @@ def _patch(text: str, args: argparse.Namespace) -> int:
     if not args.apply:
         return OK
     return _apply(patches, yes=args.yes, unsafe=args.unsafe)
-
-
-def _patch_json(patch: Patch) -> dict[str, str]:
-    return {
-        "path": str(patch.path),
-        "entry": patch.entry,
-        "codemod": patch.codemod,
-        "applicability": patch.applicability,
-        "summary": patch.summary,
-        "diff": patch.diff,
-    }
 
 
 def _explain_no_patch(match: Match) -> None:

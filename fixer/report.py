@@ -5,7 +5,7 @@ Scripts depend on these field names; add fields freely, never rename or remove o
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -13,6 +13,9 @@ from fixer import __version__
 from fixer.evidence import Evidence
 from fixer.match import Match
 from fixer.parse import Frame, Traceback
+
+if TYPE_CHECKING:
+    from fixer.patching.plan import Patch
 
 
 class FrameOut(BaseModel):
@@ -64,10 +67,31 @@ class MatchOut(BaseModel):
     fix: FixOut
 
 
+class PatchOut(BaseModel):
+    path: str
+    entry: str
+    codemod: str
+    applicability: Literal["safe", "unsafe"]
+    summary: str
+    diff: str
+
+
 class ExplainOut(BaseModel):
     fixer_version: str = __version__
     traceback: TracebackOut | None
     matches: list[MatchOut]
+    patches: list[PatchOut] = []
+
+
+def patch_out(patch: Patch) -> PatchOut:
+    return PatchOut(
+        path=str(patch.path),
+        entry=patch.entry,
+        codemod=patch.codemod,
+        applicability=patch.applicability,
+        summary=patch.summary,
+        diff=patch.diff,
+    )
 
 
 def frame_out(frame: Frame) -> FrameOut:
@@ -113,8 +137,9 @@ def match_out(match: Match) -> MatchOut:
     )
 
 
-def explain_out(tb: Traceback | None, ev: Evidence | None, matches: list[Match]) -> ExplainOut:
+def explain_out(tb: Traceback | None, ev: Evidence | None, matches: list[Match], patches: list[Patch]) -> ExplainOut:
     return ExplainOut(
         traceback=traceback_out(tb, ev) if tb is not None and ev is not None else None,
         matches=[match_out(m) for m in matches],
+        patches=[patch_out(p) for p in patches],
     )

@@ -12,6 +12,7 @@ import os
 import tempfile
 
 from fixer.patching.plan import Patch
+from fixer.patching.targets import LIBRARY_DIRS
 
 
 class PatchError(Exception):
@@ -20,7 +21,7 @@ class PatchError(Exception):
 
 def apply(patch: Patch) -> None:
     path = patch.path
-    if any(part in {"site-packages", "dist-packages"} for part in path.parts):
+    if LIBRARY_DIRS.intersection(path.parts):
         raise PatchError(f"{path} belongs to an installed library; fixer only edits your own files")
     try:
         current = path.read_bytes().decode("utf-8")

@@ -15,8 +15,7 @@ from fixer.match import Match
 from fixer.parse import Traceback
 from fixer.patching import registry
 from fixer.patching.base import Safety, Target, run
-
-_LIBRARY_DIRS = ("site-packages", "dist-packages")
+from fixer.patching.targets import user_files
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,11 @@ class Patch:
 
     @property
     def diff(self) -> str:
-        name = str(self.path)
+        """Paths relative to the working directory when the file is under it, as `git apply` wants."""
+        try:
+            name = str(self.path.relative_to(Path.cwd()))
+        except ValueError:
+            name = str(self.path).lstrip("/")
         return "".join(
             difflib.unified_diff(
                 self.before.splitlines(keepends=True),
@@ -45,18 +48,6 @@ class Patch:
                 tofile=f"b/{name}",
             )
         )
-
-
-def user_files(tb: Traceback) -> dict[Path, tuple[int, ...]]:
-    """The user's own .py files in the traceback that exist here, innermost first, with their lines."""
-    lines: dict[Path, list[int]] = {}
-    for frame in reversed(tb.all_frames):
-        path = Path(frame.path)
-        if not frame.is_user or path.suffix != ".py" or any(part in _LIBRARY_DIRS for part in path.parts):
-            continue
-        if path.is_file() and frame.line:
-            lines.setdefault(path.resolve(), []).append(frame.line)
-    return {path: tuple(reversed(found)) for path, found in lines.items()}
 
 
 def propose(tb: Traceback, match: Match) -> list[Patch]:

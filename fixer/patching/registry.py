@@ -15,9 +15,7 @@ from fixer.patching import codemods
 if TYPE_CHECKING:
     from fixer.patching.base import Codemod
 
-CODEMODS: dict[str, str] = {
-    info.name.replace("_", "-"): info.name for info in pkgutil.iter_modules(codemods.__path__)
-}
+CODEMODS: dict[str, str] = {info.name.replace("_", "-"): info.name for info in pkgutil.iter_modules(codemods.__path__)}
 
 
 def load(codemod_id: str) -> type[Codemod]:

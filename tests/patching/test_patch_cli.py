@@ -49,8 +49,10 @@ def _fixer(project: Path, *args: str, stdin: str = "") -> subprocess.CompletedPr
 def test_head_replaced_after_to_is_found_through_the_source_and_patched(project):
     failed = _train(project)
     assert failed.returncode != 0 and "Traceback" in failed.stderr
-    explained = _fixer(project, "explain", "--json", "-", stdin=failed.stderr)
-    assert json.loads(explained.stdout)["matches"][0]["id"] == "submodule-replaced-after-to"
+    explained = json.loads(_fixer(project, "explain", "--json", "-", stdin=failed.stderr).stdout)
+    assert explained["matches"][0]["id"] == "submodule-replaced-after-to"
+    assert any("your code assigns a newly built layer" in why for why in explained["matches"][0]["why"])
+    assert [p["codemod"] for p in explained["patches"]] == ["move-to-after-module-assignment"]
 
     proposed = _fixer(project, "patch", "--json", "-", stdin=failed.stderr)
     assert proposed.returncode == OK
