@@ -1,0 +1,452 @@
+"""tensor-created-without-device and rnn-hidden-state-on-cpu: a torch factory call without `device=`.
+
+`torch.zeros(...)`, `ones`, `arange`, `full`, `eye`, `empty`, `rand*`, `tensor(...)` and friends make
+their tensor on the CPU unless told otherwise. Inside `forward`, a loss or a mask helper, that new
+tensor then meets GPU data at the failing line: a causal mask, a position index, a loss accumulator, or
+an RNN's initial state `torch.zeros(layers, batch, hidden)`.
+
+The codemod follows the data backwards from the failing line (the factory call on that line, or the
+assignments that feed the names it reads, including what a `self.helper(...)` it calls returns) and
+adds `device=` to the factory calls it finds there, reusing a device the code already has, in this
+order: a `device` variable in scope; the tensor whose `.shape`/`.size()` sizes the new one (the
+input of an RNN, for its hidden state); a `<something>.device` already written in the function; the
+device argument of an earlier `.to(...)`; a tensor parameter of the function; and, in a method of a
+module holding layers, `next(self.parameters()).device`. With none of those it changes nothing.
+
+Unsafe: the values are unchanged, but the chosen tensor may not be the one the new tensor is
+combined with, and code that relied on a CPU copy (`.numpy()`, `pack_padded_sequence` lengths,
+Python indexing) behaves differently, so the choice needs a review.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from fixer.patching.base import Codemod, Target, dotted
+
+FACTORIES = frozenset(
+    {
+        "zeros", "ones", "empty", "full", "arange", "range", "linspace", "logspace", "eye", "rand",
+        "randn", "randint", "randperm", "tensor", "as_tensor", "tril_indices", "triu_indices",
+    }
+)  # fmt: skip
+# Methods and attributes that only a tensor (or an array, for the first two) has: evidence a name is one.
+_TENSOR_USES = frozenset(
+    {
+        "shape", "size", "dtype", "device", "ndim", "dim", "view", "reshape", "unsqueeze", "squeeze",
+        "transpose", "permute", "contiguous", "float", "masked_fill", "new_zeros", "new_ones", "matmul",
+    }
+)  # fmt: skip
+_DEVICE_STRING = re.compile(r"^(?:cuda|cpu|mps|xpu|meta|npu|hpu)(?::\d+)?$")
+_SCOPE_NODES = (cst.FunctionDef, cst.ClassDef)
+
+
+@dataclass
+class _Unit:
+    """One statement, or the header of a compound one: what it binds, what it reads, where it is."""
+
+    node: cst.CSTNode
+    start: int
+    end: int
+    assigns: set[str] = field(default_factory=set)
+    reads: set[str] = field(default_factory=set)  # everything it reads
+    flows: set[str] = field(default_factory=set)  # what it reads through tensor ops, not through layers or opaque calls
+
+
+@dataclass
+class _Scope:
+    node: cst.FunctionDef | cst.Module
+    cls: cst.ClassDef | None
+    units: list[_Unit]
+    params: list[cst.Param]
+
+
+class AddDeviceToTensorFactory(Codemod):
+    id = "add-device-to-tensor-factory"
+    safety = "unsafe"
+    summary = "create the tensor on the device of the data it meets (add device= to the torch factory call)"
+
+    def __init__(self, target: Target) -> None:
+        super().__init__(target)
+        self._fixes: dict[cst.Call, cst.BaseExpression] = {}
+
+    # -- analysis -----------------------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> bool:
+        self._module = node
+        self._functions: dict[cst.FunctionDef, cst.ClassDef | None] = {}
+        self._index(node, None)
+        innermost = self.target.lines[-1:]
+        for line in reversed(self.target.lines):  # innermost first; stop at the first frame that yields a fix
+            scope = self._scope_at(line)
+            if isinstance(scope.node, cst.Module) and line not in innermost:
+                continue  # a script's outer call site: its inputs are another cause (inputs-not-moved)
+            failing = [u for u in scope.units if u.start <= line <= u.end]
+            if not failing:
+                continue
+            self._follow(scope, failing, depth=0)
+            if self._fixes:
+                break
+        return True
+
+    def _index(self, node: cst.CSTNode, cls: cst.ClassDef | None) -> None:
+        for child in node.children:
+            if isinstance(child, cst.FunctionDef):
+                self._functions[child] = cls
+                self._index(child, None)
+            elif isinstance(child, cst.ClassDef):
+                self._index(child, child)
+            else:
+                self._index(child, cls)
+
+    def _span(self, node: cst.CSTNode) -> tuple[int, int]:
+        pos = self.get_metadata(PositionProvider, node)
+        return pos.start.line, pos.end.line
+
+    def _scope_at(self, line: int) -> _Scope:
+        inner: cst.FunctionDef | None = None
+        for function in self._functions:
+            start, end = self._span(function)
+            if start <= line <= end and (inner is None or self._span(inner)[0] < start):
+                inner = function
+        if inner is None:
+            return self._scope_of(self._module)
+        return self._scope_of(inner)
+
+    def _scope_of(self, node: cst.FunctionDef | cst.Module) -> _Scope:
+        if isinstance(node, cst.Module):
+            return _Scope(node, None, list(self._units(node.body)), [])
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        return _Scope(node, self._functions.get(node), list(self._units(node.body.body)), params)
+
+    def _units(self, body: Sequence[cst.CSTNode]) -> Iterator[_Unit]:
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    yield self._unit(small)
+            elif isinstance(statement, (cst.If, cst.While)):
+                yield self._unit(statement.test)
+                yield from self._block(statement.body)
+                if statement.orelse is not None:
+                    yield from (
+                        self._units([statement.orelse])
+                        if isinstance(statement.orelse, cst.If)
+                        else self._block(statement.orelse.body)
+                    )
+            elif isinstance(statement, cst.For):
+                unit = self._unit(statement.iter)
+                unit.assigns |= _bound(statement.target)
+                yield unit
+                yield from self._block(statement.body)
+            elif isinstance(statement, cst.With):
+                for item in statement.items:
+                    unit = self._unit(item.item)
+                    if item.asname is not None:
+                        unit.assigns |= _bound(item.asname.name)
+                    yield unit
+                yield from self._block(statement.body)
+            elif isinstance(statement, cst.Try):
+                yield from self._block(statement.body)
+                for handler in statement.handlers:
+                    yield from self._block(handler.body)
+                for extra in (statement.orelse, statement.finalbody):
+                    if extra is not None:
+                        yield from self._block(extra.body)
+
+    def _block(self, block: cst.BaseSuite) -> Iterator[_Unit]:
+        if isinstance(block, cst.IndentedBlock):
+            yield from self._units(block.body)
+        elif isinstance(block, cst.SimpleStatementSuite):
+            for small in block.body:
+                yield self._unit(small)
+
+    def _unit(self, node: cst.CSTNode) -> _Unit:
+        start, end = self._span(node)
+        unit = _Unit(node, start, end)
+        sources: list[cst.CSTNode] = [node]
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                unit.assigns |= _bound(target.target)
+            sources = [node.value]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            unit.assigns |= _bound(node.target)
+            sources = [node.value] if node.value is not None else []
+            if isinstance(node, cst.AugAssign):
+                sources.append(node.target)
+        for source in sources:
+            unit.reads |= _reads(source)
+            unit.flows |= _reads(source, flow=True)
+        return unit
+
+    def _follow(self, scope: _Scope, failing: list[_Unit], depth: int) -> None:
+        """Backward data flow from the failing statements: fix the factory calls whose result gets there."""
+        needed: set[str] = set().union(*(unit.reads for unit in failing))
+        failing_reads = set(needed)
+        feeding = [(unit, False) for unit in failing]  # the failing statement consumes all it reads
+        first = scope.units.index(failing[0])
+        for unit in reversed(scope.units[:first]):
+            if unit.assigns & needed:
+                needed |= unit.flows
+                feeding.append((unit, True))
+        for unit, flow in feeding:
+            for call in _calls(unit.node, flow=flow):
+                if _is_bare_factory(call):
+                    device = self._device_for(scope, call, failing_reads)
+                    if device is not None:
+                        self._fixes.setdefault(call, device)
+                elif depth < 2 and (helper := self._helper(scope, call)) is not None:
+                    inner = self._scope_of(helper)
+                    returns = [u for u in inner.units if isinstance(u.node, cst.Return)]
+                    if returns:
+                        self._follow(inner, returns, depth + 1)
+
+    def _helper(self, scope: _Scope, call: cst.Call) -> cst.FunctionDef | None:
+        """The function a call runs, when it is defined in this file: `self.init_hidden(...)`, `make_mask(...)`."""
+        name = dotted(call.func)
+        if name is None:
+            return None
+        for function, cls in self._functions.items():
+            if function is scope.node:
+                continue
+            if name == f"self.{function.name.value}" and cls is not None and cls is scope.cls:
+                return function
+            if name == function.name.value and cls is None and function in self._module.body:
+                return function
+        return None
+
+    # -- choosing the device ------------------------------------------------------------------------
+    def _device_for(self, scope: _Scope, call: cst.Call, failing_reads: set[str]) -> cst.BaseExpression | None:
+        index = next(i for i, u in enumerate(scope.units) if _contains(u.node, call))
+        before = scope.units[:index]
+        bound = {p.name.value for p in scope.params} | {n for u in before for n in u.assigns}
+        if "device" in bound or self._global_device_in_use(scope):
+            return cst.Name("device")
+        for param in scope.params:
+            if _annotated(param, "torch.device"):
+                return cst.Name(param.name.value)
+        sized = _sized_by(call, before, bound)
+        if sized is not None:
+            return _attr(cst.Name(sized), "device")
+        for unit in reversed(before):  # a device the code already asks for: `x.device`, `next(...).device`
+            for node in _walk(unit.node):
+                if isinstance(node, cst.Attribute) and node.attr.value == "device" and dotted(node) != "torch.device":
+                    return node.deep_clone()
+        for unit in reversed(before):  # the device of an earlier `.to(...)`
+            for node in _calls(unit.node):
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to":
+                    arg = _device_arg(node)
+                    if arg is not None:
+                        return arg.deep_clone()
+        tensors = [p.name.value for p in scope.params if p.name.value not in ("self", "cls") and _is_tensor(scope, p)]
+        if tensors:
+            chosen = next((t for t in tensors if t in failing_reads), tensors[0])
+            return _attr(cst.Name(chosen), "device")
+        if self._module_with_layers(scope):
+            return cst.parse_expression("next(self.parameters()).device")
+        return None
+
+    def _global_device_in_use(self, scope: _Scope) -> bool:
+        """`device` read by the function and assigned at the top of the module: the script's own device."""
+        if isinstance(scope.node, cst.Module) or not any("device" in u.reads for u in scope.units):
+            return False
+        return any("device" in u.assigns for u in self._units(self._module.body))
+
+    def _module_with_layers(self, scope: _Scope) -> bool:
+        """A method of an nn.Module subclass that builds layers in __init__, so it has parameters to ask."""
+        cls = scope.cls
+        if cls is None or not scope.params or scope.params[0].name.value != "self":
+            return False
+        if not any((name := dotted(base.value)) and name.endswith("Module") for base in cls.bases):
+            return False
+        for function, owner in self._functions.items():
+            if owner is cls and function.name.value == "__init__":
+                for node in _walk(function):
+                    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                        head = dotted(node.value.func) or ""
+                        if re.match(r"(?:torch\.)?nn\.[A-Z]", head):
+                            return True
+        return False
+
+    # -- rewriting ----------------------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        device = self._fixes.get(original_node)
+        if device is None:
+            return updated_node
+        new = cst.Arg(
+            keyword=cst.Name("device"),
+            value=device,
+            equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+            ),
+        )
+        args = list(updated_node.args)
+        if args and isinstance(args[-1].comma, cst.Comma):  # a trailing comma: keep the layout
+            between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma()
+            new = new.with_changes(comma=args[-1].comma)
+            args[-1] = args[-1].with_changes(comma=between)
+        return updated_node.with_changes(args=[*args, new])
+
+
+def _sized_by(call: cst.Call, before: list[_Unit], bound: set[str]) -> str | None:
+    """The tensor whose shape the new one is built from: `torch.zeros(1, x.size(0), h)` -> `x`."""
+    seen: set[str] = set()
+    frontier: list[cst.CSTNode] = [arg.value for arg in call.args if arg.keyword is None]
+    for _hop in range(3):
+        names: set[str] = set()
+        for node in frontier:
+            found = _shape_source(node)
+            if found is not None and found in bound:
+                return found
+            names |= {n for n in _reads(node) if "." not in n} - seen
+        seen |= names
+        frontier = [u.node for u in reversed(before) if u.assigns & names and isinstance(u.node, cst.Assign)]
+        frontier = [n.value for n in frontier if isinstance(n, cst.Assign)]
+        if not frontier:
+            return None
+    return None
+
+
+def _is_tensor(scope: _Scope, param: cst.Param) -> bool:
+    if _annotated(param, "Tensor"):
+        return True
+    name = param.name.value
+    for unit in scope.units:
+        for node in _walk(unit.node):
+            if (
+                isinstance(node, cst.Attribute)
+                and isinstance(node.value, cst.Name)
+                and node.value.value == name
+                and node.attr.value in _TENSOR_USES
+            ):
+                return True
+    return False
+
+
+def _walk(node: cst.CSTNode, *, flow: bool = False) -> Iterator[cst.CSTNode]:
+    """The node and everything under it, not entering nested functions or classes (nor, with `flow`,
+    the arguments of calls whose result does not carry their arguments' placement)."""
+    yield node
+    if flow and _opaque(node):
+        return
+    for child in node.children:
+        if not isinstance(child, _SCOPE_NODES):
+            yield from _walk(child, flow=flow)
+
+
+def _opaque(node: cst.CSTNode) -> bool:
+    """A call whose result is not built from its arguments by tensor operations: a layer (`self.rnn(x)`),
+    a model, `pack_padded_sequence(...)`. Torch functions and tensor methods (`x.masked_fill`) are not."""
+    if not isinstance(node, cst.Call):
+        return False
+    name = dotted(node.func) or ""
+    if name.startswith(("torch.", "F.", "nn.functional.")):
+        return name.startswith(("torch.nn.utils", "torch.utils")) or bool(re.match(r"torch\.nn\.[A-Z]", name))
+    func = node.func
+    if isinstance(func, cst.Attribute):
+        return isinstance(func.value, cst.Name) and func.value.value == "self"
+    return True
+
+
+def _calls(node: cst.CSTNode, *, flow: bool = False) -> Iterator[cst.Call]:
+    return (n for n in _walk(node, flow=flow) if isinstance(n, cst.Call))
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    return any(n is inner for n in _walk(outer))
+
+
+def _reads(node: cst.CSTNode, *, flow: bool = False) -> set[str]:
+    """Names and dotted names (`self.hidden`) an expression reads; attribute and keyword names excluded.
+    With `flow`, only those that reach its value through tensor operations (see `_opaque`)."""
+    found: set[str] = set()
+
+    def visit(n: cst.CSTNode) -> None:
+        if flow and _opaque(n):
+            return
+        if isinstance(n, cst.Name):
+            found.add(n.value)
+            return
+        if isinstance(n, cst.Attribute):
+            name = dotted(n)
+            if name:
+                found.add(name)
+            visit(n.value)
+            return
+        if isinstance(n, cst.Arg):
+            visit(n.value)
+            return
+        if isinstance(n, _SCOPE_NODES):
+            return
+        for child in n.children:
+            visit(child)
+
+    visit(node)
+    return found
+
+
+def _bound(target: cst.CSTNode) -> set[str]:
+    """What an assignment target binds: names, `self.attr`, and the root of `a[i] = ...` (it mutates `a`)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound(e.value) for e in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _bound(target.value)
+    if isinstance(target, cst.Subscript):
+        return _bound(target.value)
+    name = dotted(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    return {name} if name else set()
+
+
+def _is_bare_factory(call: cst.Call) -> bool:
+    name = dotted(call.func)
+    if name is None or not name.startswith("torch.") or name.removeprefix("torch.") not in FACTORIES:
+        return False
+    return not any(arg.star or (arg.keyword and arg.keyword.value in ("device", "out")) for arg in call.args)
+
+
+def _shape_source(node: cst.CSTNode) -> str | None:
+    """`x.shape[1]`, `x.size(0)`, `x.shape` inside an expression: the name `x`."""
+    for n in _walk(node):
+        if (
+            isinstance(n, cst.Attribute)
+            and n.attr.value in ("shape", "size")
+            and isinstance(n.value, cst.Name)
+            and n.value.value not in ("self", "torch", "np", "numpy")
+        ):
+            return n.value.value
+    return None
+
+
+def _annotated(param: cst.Param, text: str) -> bool:
+    if param.annotation is None:
+        return False
+    annotation = cst.Module(body=[]).code_for_node(param.annotation.annotation)
+    return text in annotation
+
+
+def _device_arg(call: cst.Call) -> cst.BaseExpression | None:
+    """The device a `.to(...)` call names, when it plainly is one (never a dtype)."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == "device":
+                return arg.value
+            continue
+        value = arg.value
+        if isinstance(value, cst.SimpleString) and _DEVICE_STRING.match(str(value.evaluated_value)):
+            return value
+        if isinstance(value, cst.Call) and dotted(value.func) == "torch.device":
+            return value
+        if isinstance(value, cst.Name) and ("device" in value.value or value.value in ("dev", "gpu")):
+            return value
+        return None
+    return None
+
+
+def _attr(value: cst.BaseExpression, attr: str) -> cst.Attribute:
+    return cst.Attribute(value=value, attr=cst.Name(attr))
+
+
+CODEMOD = AddDeviceToTensorFactory

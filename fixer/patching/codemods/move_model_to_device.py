@@ -1,0 +1,89 @@
+"""model-not-moved: the batch was sent to a device, the model it is fed to never was.
+
+Pattern: on the failing line the code calls a model (`model(x)`, `model.generate(...)`) that an
+earlier statement built (`model = Net()`, `AutoModel.from_pretrained(...)`, `torch.load(...)`) and
+nothing moved since, while an argument of that call is on a device in a way the file shows:
+`model(x.to(device))`, `x = batch.to(device)`, `x = torch.randn(..., device=device)`. The patch inserts
+`model.to(<that device>)` once the model is built and set up (after its last `model.load_state_dict(...)`
+or `model.eval()`) and the device expression exists, before the failing statement.
+
+Unsafe: `Module.to()` works in place, so from that point every user of the model sees its weights on
+the device: an optimizer built from the parameters earlier keeps state made on the CPU, code that reads
+weights with `.numpy()` stops working, and a model meant to stay on the CPU (offloaded, quantized, too
+large) is moved anyway. Nothing changes when the file does not show where the model was made, when it
+was moved (or dispatched with `device_map=`) already, or when no argument's device is visible.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from fixer.patching.base import dotted
+from fixer.patching.flow import Before, Device, Event, PlannedCodemod, device_move, keyword, statement
+
+_MODEL_METHODS = ("generate", "forward")
+_PLACED = ("device", "device_map")
+
+
+class MoveModelToDevice(PlannedCodemod):
+    id = "move-model-to-device"
+    safety = "unsafe"
+    summary = "move the model called on the failing line to the device its inputs are on"
+
+    def plan(self, module: cst.Module) -> None:
+        for _line, calls in self.calls_on_target(module):
+            for call in calls:
+                if self._fix(call):
+                    return
+
+    def _fix(self, call: cst.Call) -> bool:
+        callee = dotted(call.func)
+        if callee is None:
+            return False
+        head, _, method = callee.rpartition(".")
+        model = head if head and method in _MODEL_METHODS else callee
+        before = self.before(call)
+        if before.statement is None or before.moved(model) is not None:
+            return False
+        built = before.binding(model)
+        if built is None or not _builds_model(built.value):
+            return False
+        device = _device_of_inputs(call, before)
+        if device is None:
+            return False
+        events: list[Event] = [built, *before.calls_on(model, built.line)]
+        for name in device.names:
+            bound = before.binding(name)
+            if bound is not None:
+                events.append(bound)
+        spot = before.spot_after(events)
+        if spot is None:
+            return False
+        self.insert(spot, statement(cst.Expr(device.move(cst.parse_expression(model)))))
+        return True
+
+
+def _builds_model(value: cst.BaseExpression | None) -> bool:
+    """A call that makes the model on the CPU: not already moved, not placed by `device=`/`device_map=`."""
+    if not isinstance(value, cst.Call) or device_move(value) is not None:
+        return False
+    current: cst.BaseExpression = value
+    while isinstance(current, cst.Call):
+        if keyword(current, *_PLACED) is not None:
+            return False
+        if not isinstance(current.func, cst.Attribute):
+            break
+        current = current.func.value
+    return True
+
+
+def _device_of_inputs(call: cst.Call, before: Before) -> Device | None:
+    """The device one of the call's arguments is on, as the user wrote it."""
+    for arg in call.args:
+        device = before.device_of(arg.value)
+        if device is not None:
+            return device
+    return None
+
+
+CODEMOD = MoveModelToDevice

@@ -1,0 +1,48 @@
+"""The static site builds from the KB, strictly, and loads nothing from the internet."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def test_every_entry_has_a_page_with_its_sources(site, catalog):
+    for entry in catalog:
+        page = (site / "entries" / entry.id / "index.html").read_text()
+        assert entry.title.split()[0] in page
+        for example in entry.examples:
+            assert str(example.source) in page
+
+
+def test_reference_pages_come_from_the_package(site):
+    assert "fixer explain" in (site / "cli" / "index.html").read_text()
+    assert "matches" in (site / "json" / "index.html").read_text()
+
+
+def test_nothing_is_loaded_from_the_internet(site):
+    loads = re.compile(r'<(?:script|link|img|iframe)[^>]+(?:src|href)="(https?:)?//', re.I)
+    offenders = [p.name for p in site.rglob("*.html") if loads.search(p.read_text())]
+    assert offenders == []
