@@ -56,9 +56,7 @@ def bm25_ranker(catalog: Catalog, k1: float = 1.5, b: float = 0.75) -> Ranker:
         scores = {}
         for entry_id, doc in docs.items():
             norm = k1 * (1 - b + b * lengths[entry_id] / average)
-            scores[entry_id] = sum(
-                idf[t] * doc[t] * (k1 + 1) / (doc[t] + norm) for t in query if t in doc
-            )
+            scores[entry_id] = sum(idf[t] * doc[t] * (k1 + 1) / (doc[t] + norm) for t in query if t in doc)
         return [k for k in sorted(scores, key=lambda k: -scores[k]) if scores[k] > 0]
 
     return rank

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fixer.catalog import Catalog, KBError, read_entry
 from fixer.match import Matcher
+from fixer.patching import registry
 from fixer.repro import Verification, verification
 from fixer.schema import Entry
 
@@ -75,8 +76,22 @@ def _cross_checks(entries: list[Entry]) -> list[Problem]:
             problems.append(Problem(file, "fix.before and fix.after are the same code"))
         if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():
             problems.append(Problem(file, "repro.code and repro.fixed are the same code"))
+        problems.extend(Problem(file, message) for message in _codemod_problems(entry))
     problems.extend(_examples_rank_first(entries))
     return problems
+
+
+def _codemod_problems(entry: Entry) -> list[str]:
+    """The codemod an entry names exists and is as safe as the entry says; no codemod means manual."""
+    codemod_id, safety = entry.fix.codemod, entry.fix.safety
+    if codemod_id is None:
+        return [] if safety == "manual" else [f"fix.safety is {safety!r} but no codemod applies it: use 'manual'"]
+    if codemod_id not in registry.CODEMODS:
+        return [f"fix.codemod {codemod_id!r} does not exist in fixer/patching/codemods"]
+    codemod = registry.load(codemod_id)
+    if codemod.safety != safety:
+        return [f"fix.safety is {safety!r} but the {codemod_id} codemod is {codemod.safety!r}"]
+    return []
 
 
 def _examples_rank_first(entries: list[Entry]) -> list[Problem]:

@@ -7,11 +7,12 @@ pattern it fixes is not there: a codemod never guesses.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider, ProviderT
 
 Safety = Literal["safe", "unsafe"]
 
@@ -27,7 +28,7 @@ class Codemod(cst.CSTTransformer):
     id: ClassVar[str]
     safety: ClassVar[Safety]
     summary: ClassVar[str]
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES: ClassVar[Collection[ProviderT]] = (PositionProvider,)
 
     def __init__(self, target: Target) -> None:
         super().__init__()

@@ -89,9 +89,9 @@ class Device:
         return cls.of_value(first.value)
 
     @classmethod
-    def of_value(cls, value: cst.BaseExpression) -> Device:
-        """From a device expression itself, e.g. the `device=` argument of a factory call."""
-        return cls("to", (cst.Arg(value=value),))
+    def of_value(cls, value: cst.BaseExpression) -> Device | None:
+        """From a device expression itself, e.g. the `device=` argument of a factory call; None for the CPU."""
+        return None if _host(value) else cls("to", (cst.Arg(value=value),))
 
     def move(self, value: cst.BaseExpression) -> cst.Call:
         """`value.to(<device>)` (or `value.cuda(...)`)."""
@@ -104,6 +104,13 @@ class Device:
         for arg in self.args:
             found |= free_names(arg.value)
         return found
+
+
+def _host(device: cst.BaseExpression) -> bool:
+    """`"cpu"` or `torch.device("cpu")`: a move to the host, which is not what these codemods look for."""
+    if isinstance(device, cst.Call) and dotted(device.func) in ("torch.device", "device") and device.args:
+        device = device.args[0].value
+    return isinstance(device, cst.SimpleString) and str(device.evaluated_value).split(":")[0] == "cpu"
 
 
 def device_move(node: cst.BaseExpression) -> Device | None:
@@ -121,7 +128,7 @@ def placed_at_creation(node: cst.BaseExpression) -> Device | None:
     while isinstance(node, cst.Call):
         given = keyword(node, "device")
         if given is not None and (isinstance(given.value, cst.SimpleString) or not literal(given.value)):
-            return Device.of_value(given.value)
+            return Device.of_value(given.value)  # None for device="cpu": made on the host on purpose
         if not isinstance(node.func, cst.Attribute):
             return None
         node = node.func.value
@@ -201,6 +208,18 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
         yield name
 
 
+def _pairs(
+    target: cst.BaseExpression, value: cst.BaseExpression
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """`a, b = x, y` -> [(a, x), (b, y)]; empty unless both sides are flat tuples of the same length."""
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return []
+    names, values = target.elements, value.elements
+    if len(names) != len(values) or any(isinstance(e, cst.StarredElement) for e in (*names, *values)):
+        return []
+    return [(name.value, given.value) for name, given in zip(names, values, strict=True)]
+
+
 class _Collector(cst.CSTVisitor):
     """Events inside one statement that precedes the failing one (not inside functions or classes it defines)."""
 
@@ -223,7 +242,12 @@ class _Collector(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            self._bind(target.target, node.value, node, self.line_of(node))
+            pairs = _pairs(target.target, node.value)
+            if pairs:  # `images, labels = images.to(d), labels.to(d)`
+                for name, value in pairs:
+                    self._bind(name, value, node, self.line_of(node))
+            else:
+                self._bind(target.target, node.value, node, self.line_of(node))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -318,20 +342,40 @@ class Before:
             names = list(_target_names(compound.name.name))
         self.events.extend(Event("bind", name, line, None, None, None, body) for name in names)
 
-    def binding(self, name: str) -> Event | None:
-        """The last binding of `name` before the statement, or None when this file does not show one."""
-        return next((e for e in reversed(self.events) if e.kind == "bind" and e.name == name), None)
+    def binding(self, name: str, until: int | None = None) -> Event | None:
+        """The last binding of `name` before the statement (or before line `until`); None when the file shows none."""
+        return next(
+            (
+                e
+                for e in reversed(self.events)
+                if e.kind == "bind" and e.name == name and (until is None or e.line < until)
+            ),
+            None,
+        )
 
-    def calls_on(self, name: str, since: int = 0) -> list[Event]:
-        """Method calls on `name` made as statements of their own after line `since`."""
-        return [e for e in self.events if e.kind == "call" and e.name == name and e.line > since]
+    def calls_on(self, name: str, since: int = 0, until: int | None = None) -> list[Event]:
+        """Method calls on `name` made as statements of their own after line `since` (and before `until`)."""
+        return [
+            e
+            for e in self.events
+            if e.kind == "call" and e.name == name and e.line > since and (until is None or e.line < until)
+        ]
 
-    def moved(self, name: str) -> Device | None:
-        """How the module `name` was last sent to a device: `name = M().to(d)`, or `name.to(d)` later."""
-        bound = self.binding(name)
+    def moved(self, name: str, until: int | None = None, depth: int = 3) -> Device | None:
+        """How the module `name` was last sent to a device: `name = M().to(d)`, or `name.to(d)` later.
+
+        A wrapper that keeps its module's placement counts as moved when the module was:
+        `model = torch.compile(model)`, `model = DDP(model, ...)` after `model.to(d)`.
+        """
+        bound = self.binding(name, until)
         since = bound.line if bound is not None else 0
-        device = device_move(bound.value) if bound is not None and bound.value is not None else None
-        for event in self.calls_on(name, since):
+        device = None
+        if bound is not None and isinstance(bound.value, cst.Call):
+            device = device_move(bound.value)
+            wrapped = bound.value.args[0] if bound.value.args else None
+            if device is None and depth > 0 and wrapped is not None and isinstance(wrapped.value, cst.Name):
+                device = self.moved(wrapped.value.value, bound.line, depth - 1)
+        for event in self.calls_on(name, since, until):
             assert isinstance(event.value, cst.Call)
             device = device_move(event.value) or device
         return device

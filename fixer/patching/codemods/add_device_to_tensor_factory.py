@@ -121,7 +121,7 @@ class AddDeviceToTensorFactory(Codemod):
         if isinstance(node, cst.Module):
             return _Scope(node, None, list(self._units(node.body)), [])
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
-        return _Scope(node, self._functions.get(node), list(self._units(node.body.body)), params)
+        return _Scope(node, self._functions.get(node), list(self._block(node.body)), params)
 
     def _units(self, body: Sequence[cst.CSTNode]) -> Iterator[_Unit]:
         for statement in body:
@@ -193,8 +193,9 @@ class AddDeviceToTensorFactory(Codemod):
                 needed |= unit.flows
                 feeding.append((unit, True))
         for unit, flow in feeding:
+            moved = _moved_afterwards(unit.node)
             for call in _calls(unit.node, flow=flow):
-                if _is_bare_factory(call):
+                if _is_bare_factory(call) and call not in moved:
                     device = self._device_for(scope, call, failing_reads)
                     if device is not None:
                         self._fixes.setdefault(call, device)
@@ -398,6 +399,18 @@ def _bound(target: cst.CSTNode) -> set[str]:
         return _bound(target.value)
     name = dotted(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
     return {name} if name else set()
+
+
+def _moved_afterwards(node: cst.CSTNode) -> set[cst.Call]:
+    """Factory calls whose result is moved at once: `torch.ones(3).to(x.device)`, `.cuda()`, `.type_as(x)`."""
+    return {
+        n.func.value
+        for n in _walk(node)
+        if isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value in ("to", "cuda", "type_as")
+        and isinstance(n.func.value, cst.Call)
+    }
 
 
 def _is_bare_factory(call: cst.Call) -> bool:

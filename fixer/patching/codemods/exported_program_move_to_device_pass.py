@@ -119,8 +119,10 @@ class ExportedProgramMoveToDevicePass(Codemod):
                 moved = _moved(small)
                 if moved is not None and moved[0] in unpacked:
                     name, device = moved
+                    target = cst.parse_expression(name)
+                    assert isinstance(target, (cst.Name, cst.Attribute))  # a dotted name
                     assign = cst.Assign(
-                        targets=[cst.AssignTarget(target=cst.parse_expression(name))],
+                        targets=[cst.AssignTarget(target=target)],
                         value=_pass_then_module(unpacked.pop(name), device),
                     )
                     statement = statement.with_changes(body=[assign])
@@ -179,6 +181,7 @@ def _device_of(call: cst.Call) -> cst.BaseExpression | None:
 
 def _moved(small: cst.BaseSmallStatement) -> tuple[str, cst.BaseExpression] | None:
     """`m.to(device)` / `m.cuda()` as a statement, or `m = m.to(device)`: (m, device)."""
+    targets: list[str | None]
     if isinstance(small, cst.Expr):
         call, targets = small.value, [None]
     elif isinstance(small, cst.Assign):
@@ -205,9 +208,12 @@ def _imports_pass(body: Sequence[cst.BaseStatement]) -> bool:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
-            if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-                if any(alias.evaluated_alias is None and alias.evaluated_name == PASS for alias in small.names):
-                    return True
+            if (
+                isinstance(small, cst.ImportFrom)
+                and not isinstance(small.names, cst.ImportStar)
+                and any(alias.evaluated_alias is None and alias.evaluated_name == PASS for alias in small.names)
+            ):
+                return True
     return False
 
 

@@ -78,10 +78,14 @@ class MoveInputsToModelDevice(PlannedCodemod):
             return False
         moves: list[cst.BaseStatement] = []
         rebinds: list[tuple[cst.Expr, cst.Assign]] = []
+        seen: set[str] = set()
         for arg in call.args:
             if any(arg.value is done for done in skip) or arg.star == "*" or not isinstance(arg.value, cst.Name):
                 continue
             name = arg.value
+            if name.value in seen:
+                continue
+            seen.add(name.value)
             bound = before.binding(name.value)
             if literal(name) or (bound is None and (arg.keyword is not None or arg.star)):
                 continue
@@ -100,7 +104,9 @@ class MoveInputsToModelDevice(PlannedCodemod):
                     )
                 )
                 continue
-            if arg.star == "**" and not (bound is not None and _tokenizer_output(bound.value)):
+            if arg.star == "**" and not (
+                device.method == "to" and bound is not None and _tokenizer_output(bound.value)
+            ):
                 moved: cst.BaseExpression = _each_value(name, device)
             else:
                 moved = device.move(name)
@@ -131,7 +137,7 @@ def _maybe_tensor(value: cst.BaseExpression, mapping: bool) -> bool:
 
 
 def _tokenizer_output(value: cst.BaseExpression | None) -> bool:
-    """`tokenizer(texts, return_tensors="pt")`: a BatchEncoding, which has a `.to()` of its own."""
+    """`tokenizer(texts, return_tensors="pt")`: a BatchEncoding, which has a `.to()` (but no `.cuda()`) of its own."""
     return isinstance(value, cst.Call) and keyword(value, "return_tensors") is not None
 
 

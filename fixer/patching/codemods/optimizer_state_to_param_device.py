@@ -7,7 +7,8 @@ on the device its parameter has *at that moment*. When the model is moved afterw
 
 Pattern: in one block, a statement that restores an optimizer (`<optimizer>.load_state_dict(...)`,
 directly or nested in an `if resume:`/`try:`), followed in that block by a statement that moves a
-model (`model.to(...)`, `model.cuda()`, `model = model.to(...)`) before any `<optimizer>.step`. The
+model (`model.to(...)`, `model.cuda()`, `model = model.to(...)`) before any `<optimizer>.step`; when
+the file builds the optimizer from `model.parameters()`, only a move of that model counts. The
 receiver counts as an optimizer when the file binds it to a `torch.optim` optimizer, or when its name
 says so (`optimizer`, `optim`, `opt`, `d_optimizer`, `self.optimizer`); `torch.optim.lr_scheduler`
 objects never do. Change: after the last such move, insert a loop that moves every state tensor onto
