@@ -209,3 +209,20 @@ def test_kb_lint_reports_each_entry_and_passes(capsys):
     out = capsys.readouterr().out
     assert "optimizer-state-after-resume: 3 example(s), repro verified on cpu" in out
     assert out.rstrip().endswith("0 problem(s)")
+
+
+def test_kb_accuracy_scores_a_labelled_corpus(tmp_path, capsys):
+    # two real lines: https://github.com/FoundationVision/VAR/issues/127 and a plain-text non-error
+    corpus = tmp_path / "corpus.yaml"
+    corpus.write_text(
+        json.dumps(
+            [
+                {"id": "var", "traceback": VAR, "expect": "optimizer-state-after-resume"},
+                {"id": "noise", "traceback": "epoch 1 done\n", "expect": ["inputs-not-moved"]},
+            ]
+        )
+    )
+    assert main(["kb", "accuracy", str(corpus), "--json"]) == OK
+    overall = json.loads(capsys.readouterr().out)["overall"]
+    assert overall == {"n": 2, "top1": 0.5, "top3": 0.5}
+    assert main(["kb", "accuracy", str(tmp_path / "missing.yaml")]) == USAGE
