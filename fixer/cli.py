@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -391,7 +392,13 @@ def _accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
     except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
         raise CliError(f"cannot read the corpus {corpus}: {exc}".splitlines()[0]) from None
     matcher = Matcher(_catalog())
-    score = evaluate(lambda text: [m.id for m in matcher.explain(text).matches], items)
+    with _progress(len(items), "scoring the corpus") as advance:
+
+        def rank(text: str) -> list[str]:
+            advance()
+            return [m.id for m in matcher.explain(text).matches]
+
+        score = evaluate(rank, items)
     if as_json:
         per_entry = {
             k: {"n": t.n, "top1": t.top1_rate, "top3": t.top3_rate} for k, t in sorted(score.per_entry.items())
@@ -488,3 +495,18 @@ def _consent(patches: list[Patch]) -> bool:
             return tty.readline().strip().lower() in {"y", "yes"}
     except OSError:
         raise CliError("no terminal to ask for consent; pass --yes to apply without asking", NOT_APPLIED) from None
+
+
+@contextmanager
+def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
+    """A transient progress bar on stderr when a person is watching; silent for scripts and pipes."""
+    if not sys.stderr.isatty():
+        yield lambda: None
+        return
+    from rich.progress import Progress
+
+    from fixer import render
+
+    with Progress(console=render.console(stderr=True), transient=True) as progress:
+        task = progress.add_task(what, total=total)
+        yield lambda: progress.advance(task)
