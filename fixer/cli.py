@@ -96,6 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     patch.add_argument("--entry", metavar="ID", help="use this KB entry's fix instead of the best match")
     patch.add_argument("--json", action="store_true", help="the patches as JSON")
 
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="check this machine (and a checkpoint) to confirm or rule out causes",
+        description="Run the environment probe (torch build, devices, ranks, libraries) in a child process, "
+        "read a checkpoint's saved devices without loading it, and re-rank a traceback's causes with what "
+        "they confirm or rule out. Runs no code of yours.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diagnose.add_argument("--traceback", metavar="FILE", help="a log or traceback to re-rank ('-' is stdin)")
+    diagnose.add_argument("--checkpoint", metavar="PATH", help="a torch.save file to inspect (never loaded)")
+    diagnose.add_argument("--json", action="store_true", help="findings and matches as JSON")
+
     show = commands.add_parser("show", help="show a KB entry", description="Show one KB entry in full.")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", help="the entry as JSON")
@@ -171,6 +184,8 @@ def _dispatch(argv: list[str]) -> int:
     if args.command == "patch":
         text = _read_input(args.file, passthrough=False)
         return _patch(text, args)
+    if args.command == "diagnose":
+        return _diagnose(args)
     if args.command == "show":
         return _show(args.id, as_json=args.json)
     if args.command == "list":
@@ -510,3 +525,50 @@ def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
     with Progress(console=render.console(stderr=True), transient=True) as progress:
         task = progress.add_task(what, total=total)
         yield lambda: progress.advance(task)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from fixer.diagnose.checkpoint import checkpoint_findings
+    from fixer.diagnose.environment import probe_environment
+    from fixer.diagnose.rerank import rerank
+
+    text = _read_input(args.traceback, passthrough=False) if args.traceback else None
+    with _status("checking this machine (importing torch in a child process)"):
+        findings = probe_environment()
+    env = findings[0].facts if findings and findings[0].probe == "env" else None
+    if args.checkpoint:
+        findings += checkpoint_findings(Path(args.checkpoint), env)
+    matches: list[Match] = []
+    if text is not None:
+        from fixer.match import Matcher
+
+        result = Matcher(_catalog()).explain(text)
+        matches = rerank(result.matches, findings)
+    if args.json:
+        from fixer.report import match_out
+
+        payload = {
+            "findings": [vars(f) for f in findings],
+            "matches": [match_out(m).model_dump() for m in matches[:3]],
+        }
+        print(json.dumps(payload, indent=2, default=list))
+    else:
+        from fixer import render
+
+        out = render.console()
+        out.print(render.findings_view(findings))
+        if matches:
+            out.print(render.candidates(matches[:3]))
+    return OK
+
+
+@contextmanager
+def _status(what: str) -> Iterator[None]:
+    """A spinner on stderr for the seconds a probe takes, when a person is watching."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from fixer import render
+
+    with render.console(stderr=True).status(what):
+        yield

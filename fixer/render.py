@@ -21,6 +21,7 @@ from fixer.parse import Traceback
 from fixer.schema import Entry
 
 if TYPE_CHECKING:  # only other commands render these; explain must not import them
+    from fixer.diagnose.findings import Finding
     from fixer.evaluate import Score
     from fixer.lint import EntryStats
     from fixer.patching.plan import Patch
@@ -202,6 +203,19 @@ def patch_view(patch: Patch) -> Group:
     head.append(f"  {patch.codemod} ({patch.entry}): {patch.summary}  ")
     head.append(f"[{_SAFETY_WORDS[patch.applicability]}]", style=style)
     return Group(head, Syntax(patch.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"), Text())
+
+
+_VERDICT_STYLE = {"confirms": "green", "rules-out": "red", "could-not-check": "yellow", "info": "dim"}
+
+
+def findings_view(findings: list[Finding]) -> Table:
+    table = Table(box=None, header_style="bold")
+    for column in ("probe", "verdict", "entries", "what it saw"):
+        table.add_column(column)
+    for finding in findings:
+        verdict = Text(finding.verdict, style=_VERDICT_STYLE[finding.verdict])
+        table.add_row(finding.probe, verdict, ", ".join(finding.entries), finding.summary)
+    return table
 
 
 def console(stderr: bool = False) -> Console:

@@ -1,0 +1,165 @@
+"""Where a checkpoint's tensors were when it was saved, read from the file without loading a tensor.
+
+A `torch.save` zip archive records, for every storage, the device it lived on (`cuda:1`, `cpu`) in the
+pickle that describes the object. This probe walks that pickle with an unpickler that imports
+nothing and runs nothing: tensors become `Saved(location)` records, any other class a placeholder.
+So a checkpoint can be inspected on a machine without a GPU, without the classes that wrote it, and
+without trusting it.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fixer.diagnose.findings import Finding, Verdict
+
+
+class CheckpointError(Exception):
+    """The file is not a checkpoint this probe can read; the message says why."""
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A tensor as the checkpoint recorded it: the device its storage was saved from."""
+
+    location: str
+
+
+class _Opaque:
+    """Stands in for any class named in the pickle: it is never imported, its state is just kept."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        self.args = args
+
+    def __setstate__(self, state: object) -> None:
+        self.state = state
+
+
+def _rebuild_tensor(storage: object, *args: object, **kwargs: object) -> object:
+    return storage
+
+
+def _rebuild_parameter(data: object, *args: object, **kwargs: object) -> object:
+    return data
+
+
+_REBUILDERS = {
+    ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+    ("collections", "OrderedDict"): dict,
+}
+
+
+class _LocationUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return _REBUILDERS.get((module, name), _Opaque)
+
+    def persistent_load(self, pid: Any) -> object:
+        # ('storage', storage type, key, location, numel), as torch.save writes it
+        if isinstance(pid, tuple) and len(pid) >= 4 and pid[0] == "storage":
+            return Saved(str(pid[3]))
+        raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
+
+
+def read_locations(path: Path) -> dict[str, Counter[str]]:
+    """Saved tensors per top-level key ('model', 'optimizer.state', ...), counted by device."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+            if not names:
+                raise CheckpointError(f"{path}: no data.pkl inside; not a torch.save archive")
+            payload = archive.read(names[0])
+    except zipfile.BadZipFile:
+        raise CheckpointError(f"{path}: not a zip archive (legacy torch.save format is not read)") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        root = _LocationUnpickler(io.BytesIO(payload)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{path}: cannot read its contents ({exc})") from None
+    groups: dict[str, Counter[str]] = {}
+    for key, saved in _walk(root, ""):
+        groups.setdefault(_group(key), Counter())[saved.location] += 1
+    return groups
+
+
+def _walk(node: object, key: str) -> Iterator[tuple[str, Saved]]:
+    if isinstance(node, Saved):
+        yield key, node
+    elif isinstance(node, dict):
+        for name, child in node.items():
+            yield from _walk(child, f"{key}.{name}" if key else str(name))
+    elif isinstance(node, list | tuple):
+        for index, child in enumerate(node):
+            yield from _walk(child, f"{key}.{index}" if key else str(index))
+    elif isinstance(node, _Opaque):
+        yield from _walk(getattr(node, "state", None), key)
+
+
+def _group(key: str) -> str:
+    """`optimizer.state.3.exp_avg` -> `optimizer.state`; `model.encoder.weight` -> `model`."""
+    parts = key.split(".")
+    if len(parts) > 1 and parts[1] == "state":
+        return ".".join(parts[:2])
+    return parts[0] if len(parts) > 1 else "<top level>"
+
+
+def checkpoint_findings(path: Path, env: dict[str, Any] | None) -> list[Finding]:
+    """What the saved devices say, given this machine's devices (from the env probe, when it ran)."""
+    try:
+        groups = read_locations(path)
+    except CheckpointError as exc:
+        return [Finding("checkpoint-devices", "could-not-check", str(exc))]
+    if not groups:
+        return [Finding("checkpoint-devices", "info", f"{path.name} holds no tensors")]
+    facts = {group: dict(counts) for group, counts in groups.items()}
+    seen = ", ".join(
+        f"{group}: " + ", ".join(f"{n} on {d}" for d, n in counts.items()) for group, counts in facts.items()
+    )
+    findings = [Finding("checkpoint-devices", "info", f"{path.name} was saved with {seen}", facts=facts)]
+    cuda = {
+        int(d.split(":")[1]) if ":" in d else 0 for counts in groups.values() for d in counts if d.startswith("cuda")
+    }
+    if env is not None and env.get("torch"):
+        available, count = bool(env.get("cuda_available")), int(env.get("device_count") or 0)
+        if cuda and not available:
+            findings.append(
+                _verdict(
+                    "confirms",
+                    "torch-load-without-map-location",
+                    "holds CUDA tensors and this machine has no usable CUDA",
+                )
+            )
+        elif cuda and max(cuda) >= count:
+            findings.append(
+                _verdict(
+                    "confirms",
+                    "torch-load-missing-ordinal",
+                    f"names cuda:{max(cuda)} and this machine has {count} GPU(s)",
+                )
+            )
+        elif not cuda:
+            findings.append(_verdict("rules-out", "torch-load-without-map-location", "holds no CUDA tensors"))
+    model, state = groups.get("model"), groups.get("optimizer.state")
+    if model and state and set(model) != set(state):
+        findings.append(
+            _verdict(
+                "confirms",
+                "optimizer-state-after-resume",
+                f"has its optimizer state saved on {', '.join(state)} but its model on {', '.join(model)}",
+            )
+        )
+    return findings
+
+
+def _verdict(verdict: Verdict, entry: str, why: str) -> Finding:
+    return Finding("checkpoint-devices", verdict, f"the checkpoint {why}", entries=(entry,))
