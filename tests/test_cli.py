@@ -132,7 +132,11 @@ def test_a_100_mb_log_is_explained(tmp_path):
     assert json.loads(result.stdout)["matches"][0]["id"] == "optimizer-state-after-resume"
 
 
-@pytest.mark.parametrize("args", [(), ("explain",), ("show",), ("list",), ("kb",), ("kb", "schema"), ("kb", "lint")])
+COMMANDS = [(), ("explain",), ("patch",), ("diagnose",), ("show",), ("list",), ("kb",)]
+KB_COMMANDS = [("kb", "schema"), ("kb", "lint"), ("kb", "stats"), ("kb", "accuracy")]
+
+
+@pytest.mark.parametrize("args", COMMANDS + KB_COMMANDS)
 def test_every_command_has_help(args, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([*args, "--help"])
