@@ -1,0 +1,89 @@
+"""Object probes on real situations, with `meta` standing in for the GPU: each probe confirms the
+right cause and rules out a wrong one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import torch
+from torch import nn
+
+import fixer
+
+META = torch.device("meta")  # the "accelerator"
+
+
+def verdicts(findings):
+    return {(f.verdict, e) for f in findings for e in f.entries}
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.out_head = nn.Linear(4, 10)
+
+
+def test_a_head_replaced_after_to_is_the_odd_one_out():
+    model = Net().to(META)
+    model.out_head = nn.Linear(4, 2)
+    found = verdicts(fixer.audit(model=model))
+    assert ("confirms", "submodule-replaced-after-to") in found
+    assert ("rules-out", "model-not-moved") in found
+
+
+def test_a_tensor_kept_as_a_plain_attribute_stays_behind():
+    class Scaled(Net):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.ones(1)
+
+    found = verdicts(fixer.audit(model=Scaled().to(META)))
+    assert ("confirms", "plain-tensor-attribute") in found
+    assert ("rules-out", "plain-tensor-attribute") in verdicts(fixer.audit(model=Net().to(META)))
+
+
+def test_layers_in_a_plain_list_are_reported():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = nn.Linear(4, 4)
+            self.blocks = [nn.Linear(4, 4) for _ in range(3)]
+
+    found = verdicts(fixer.audit(model=Stack().to(META)))
+    assert ("confirms", "submodules-in-plain-container") in found
+    assert ("rules-out", "submodule-replaced-after-to") in found  # registered layers all moved
+
+
+def test_optimizer_state_left_on_the_cpu_after_a_resume():
+    model = Net().to(META)
+    optimizer = torch.optim.AdamW(model.parameters())
+    for param in model.parameters():  # what a checkpoint read with map_location="cpu" restores
+        optimizer.state[param] = {"step": torch.tensor(3.0), "exp_avg": torch.zeros(param.shape)}
+    assert ("confirms", "optimizer-state-after-resume") in verdicts(fixer.audit(optimizer=optimizer))
+    for state in optimizer.state.values():
+        state["exp_avg"] = state["exp_avg"].to(META)
+    assert ("rules-out", "optimizer-state-after-resume") in verdicts(fixer.audit(optimizer=optimizer))
+
+
+def test_batch_against_model_tells_inputs_from_model():
+    batch = {"input_ids": torch.zeros(2, 3), "labels": torch.zeros(2)}
+    assert ("confirms", "inputs-not-moved") in verdicts(fixer.audit(model=Net().to(META), batch=batch))
+    meta_batch = {k: v.to(META) for k, v in batch.items()}
+    assert ("confirms", "model-not-moved") in verdicts(fixer.audit(model=Net(), batch=meta_batch))
+    assert ("rules-out", "inputs-not-moved") in verdicts(fixer.audit(model=Net(), batch=batch))
+
+
+def test_install_explains_a_device_error_after_the_usual_traceback(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import fixer\n"
+        "fixer.install()\n"
+        "raise RuntimeError('Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:0 and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)')\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert done.stderr.index("Traceback (most recent call last)") < done.stderr.index("Most likely cause")
+    assert "optimizer-state-after-resume" in done.stderr
