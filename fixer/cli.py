@@ -109,6 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--checkpoint", metavar="PATH", help="a torch.save file to inspect (never loaded)")
     diagnose.add_argument("--json", action="store_true", help="findings and matches as JSON")
 
+    run = commands.add_parser(
+        "run",
+        help="run your script and explain a device error from inside it",
+        description="Run SCRIPT with ARGS unchanged (as `python SCRIPT ARGS` would), watching which module "
+        "is running. If a device error escapes, say which module failed and where its tensors and inputs "
+        "were, then explain it and propose the patch. Exits with the script's own exit code.",
+    )
+    run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
+
     show = commands.add_parser("show", help="show a KB entry", description="Show one KB entry in full.")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", help="the entry as JSON")
@@ -186,6 +196,8 @@ def _dispatch(argv: list[str]) -> int:
         return _patch(text, args)
     if args.command == "diagnose":
         return _diagnose(args)
+    if args.command == "run":
+        return _run(args.script, args.args)
     if args.command == "show":
         return _show(args.id, as_json=args.json)
     if args.command == "list":
@@ -572,3 +584,33 @@ def _status(what: str) -> Iterator[None]:
 
     with render.console(stderr=True).status(what):
         yield
+
+
+def _run(script: str, script_args: list[str]) -> int:
+    if not Path(script).is_file():
+        raise CliError(f"{script}: no such file")
+    from fixer.runner import run
+
+    code, text, culprit = run(script, script_args)
+    if text is None:
+        return code
+    sys.stderr.write(text)
+    from fixer import render
+    from fixer.match import Matcher
+
+    out = render.console(stderr=True)
+    if culprit is not None:
+        out.print(f"[bold]fixer:[/bold] the failing module was {culprit.describe()}")
+    result = Matcher(_catalog()).explain(text)
+    if culprit is not None and result.matches:
+        from dataclasses import replace
+
+        from fixer.diagnose.rerank import rerank
+        from fixer.runner import culprit_findings
+
+        result = replace(result, matches=rerank(result.matches, culprit_findings(culprit)))
+    if result.matches:
+        out.print(render.explanation(result, top=3))
+        for patch in _local_patches(result):
+            out.print(render.patch_view(patch))
+    return code

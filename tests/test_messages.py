@@ -129,6 +129,28 @@ VARIANTS = [
         "https://github.com/something678/TodKat/issues/4",
         None,
     ),
+    # THNN kernels before 0.4 name the mix of tensor types they received
+    (
+        "THNN input cpu",
+        "TypeError: FloatSpatialConvolutionMM_updateOutput received an invalid combination of arguments - got (int, "
+        "torch.FloatTensor, torch.FloatTensor, torch.cuda.FloatTensor, torch.cuda.FloatTensor, torch.FloatTensor, "
+        "torch.FloatTensor, int, int, int, int, int, int), but expected (int state, torch.FloatTensor input, "
+        "torch.FloatTensor output, torch.FloatTensor weight, [torch.FloatTensor bias or None], torch.FloatTensor "
+        "finput, torch.FloatTensor fgradInput, int kW, int kH, int dW, int dH, int padW, int padH)",
+        "https://github.com/pytorch/pytorch/issues/547",
+        {"inputs-not-moved"},
+    ),
+    (
+        "THNN model cpu",
+        "FloatSpatialDilatedConvolution_updateOutput received an invalid combination of arguments - got (int, "
+        "torch.cuda.FloatTensor, torch.FloatTensor, torch.FloatTensor, torch.FloatTensor, torch.FloatTensor, "
+        "torch.FloatTensor, int, int, int, int, int, int, int, int), but expected (int state, torch.FloatTensor "
+        "input, torch.FloatTensor output, torch.FloatTensor weight, [torch.FloatTensor bias or None], "
+        "torch.FloatTensor columns, torch.FloatTensor ones, int kW, int kH, int dW, int dH, int padW, int padH, "
+        "int dilationW, int dilationH)",
+        "https://github.com/pytorch/pytorch/issues/1870",
+        {"model-not-moved"},
+    ),
     # §3 convolution type names
     (
         "conv input cpu",
