@@ -12,6 +12,7 @@ from mkdocs.structure.files import File, Files
 
 from fixer.catalog import load
 from fixer.cli import build_parser
+from fixer.export import matcher_data
 from fixer.markdown import entry_page, index_page
 from fixer.report import ExplainOut
 
@@ -24,6 +25,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     files.append(File.generated(config, "entries/index.md", content=index_page(catalog)))
     files.append(File.generated(config, "cli.md", content=_cli_page()))
     files.append(File.generated(config, "json.md", content=_json_page()))
+    # The home page's paste box ranks in the browser from this (docs/javascripts/fixer-match.js).
+    data = json.dumps(matcher_data(catalog), ensure_ascii=False, separators=(",", ":"))
+    files.append(File.generated(config, "assets/fixer-kb.json", content=data))
     return files
 
 

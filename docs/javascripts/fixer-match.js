@@ -1,0 +1,592 @@
+// The matcher of `fixer explain`, ported to the browser: parse a pasted traceback, extract its
+// evidence, normalise its message and rank the KB entries exactly as fixer/match.py does.
+//
+// All data (entries, their parsed examples, scoring constants and every regex, translated from
+// Python's dialect) comes from assets/fixer-kb.json, written at build time by fixer/export.py.
+// No dependencies; runs in a browser (ES module) and under Node. Pasted text is only ever read:
+// nothing here evaluates it or turns it into HTML.
+
+const cache = new Map();
+
+function rx(source, flags) {
+  const key = flags + "\u0000" + source;
+  let compiled = cache.get(key);
+  if (!compiled) {
+    compiled = new RegExp(source, flags);
+    cache.set(key, compiled);
+  }
+  return compiled;
+}
+
+// re.search / re.match / re.fullmatch / re.sub / re.findall on translated sources.
+function search(source, text) {
+  return rx(source, "u").exec(text);
+}
+
+function matchAt(source, text) {
+  const re = rx(source, "uy");
+  re.lastIndex = 0;
+  return re.exec(text);
+}
+
+function fullmatch(source, text) {
+  const re = rx("(?:" + source + ")$", "uy");
+  re.lastIndex = 0;
+  return re.exec(text);
+}
+
+function sub(source, text, replace) {
+  return text.replace(rx(source, "gu"), replace);
+}
+
+function findall(source, text) {
+  return Array.from(text.matchAll(rx(source, "gu")), (m) => m[0]);
+}
+
+function group(m, name) {
+  return m && m.groups && m.groups[name] !== undefined ? m.groups[name] : null;
+}
+
+// Python's str.strip() / isspace(), int() on Unicode digits and round() (half to even).
+function isSpace(data, ch) {
+  return ch.length > 0 && fullmatch(data.patterns.space.source, ch) !== null;
+}
+
+function strip(data, text) {
+  const space = data.patterns.space.source;
+  return text.replace(rx("^" + space + "+|" + space + "+$", "gu"), "");
+}
+
+function firstChar(text) {
+  return text.length ? String.fromCodePoint(text.codePointAt(0)) : "";
+}
+
+function pyInt(digits) {
+  let value = 0;
+  for (const ch of digits) {
+    let code = ch.codePointAt(0);
+    let zero = code;
+    while (zero > 0 && /\p{Nd}/u.test(String.fromCodePoint(zero - 1)) && code - zero < 9) zero -= 1;
+    value = value * 10 + ((code - zero) % 10);
+  }
+  return value;
+}
+
+export function roundHalfEven(x) {
+  const floor = Math.floor(x);
+  const rest = x - floor;
+  if (rest > 0.5) return floor + 1;
+  if (rest < 0.5) return floor;
+  return floor % 2 === 0 ? floor : floor + 1;
+}
+
+function rsplitLast(text, sep) {
+  const at = text.lastIndexOf(sep);
+  return at < 0 ? text : text.slice(at + sep.length);
+}
+
+// ---- libraries.py -------------------------------------------------------------------------------
+
+function normalisePath(path) {
+  return path.replaceAll("\\", "/");
+}
+
+function libraryOf(data, path) {
+  const p = data.patterns;
+  const norm = normalisePath(path);
+  const installed = rx(p.install_root.source, "du").exec(norm);
+  if (installed) {
+    const root = installed[1];
+    if (root === "torch") return torchArea(data, norm.slice(installed.indices[1][0]));
+    return root;
+  }
+  if (search(p.stdlib.source, norm)) return "python";
+  const checkout = rx(p.torch_checkout.source, "du").exec(norm);
+  if (checkout) return torchArea(data, norm.slice(checkout.indices[1][0]));
+  return null;
+}
+
+function torchArea(data, fromTorch) {
+  const sub = matchAt(data.patterns.torch_source.source, fromTorch);
+  if (sub && data.torch_subpackages.includes(sub[1])) return "torch." + sub[1];
+  if (fromTorch.startsWith("torch/serialization.py")) return "torch.serialization";
+  return "torch";
+}
+
+// ---- parse.py -----------------------------------------------------------------------------------
+
+function clean(data, text) {
+  const p = data.patterns;
+  text = sub(p.ansi.source, text, "");
+  text = sub(p.ansi_leftover.source, text, "");
+  text = sub(p.link.source, text.replaceAll("\r\n", "\n").replaceAll("\r", "\n"), (_m, inner) => inner);
+  const lines = text.split("\n").filter((line) => strip(data, line));
+  if (lines.length && lines.filter((line) => line.startsWith(">")).length * 2 > lines.length) {
+    text = sub(p.quoted.source, text, "");
+  }
+  return text;
+}
+
+function splitRanks(data, lines) {
+  const groups = new Map();
+  for (const line of lines) {
+    const prefix = matchAt(data.patterns.rank_prefix.source, line);
+    const key = prefix ? pyInt(prefix[1]) : null;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(prefix ? line.slice(prefix[0].length) : line);
+  }
+  return groups;
+}
+
+function knownMessage(data, lines) {
+  if (!data.known_messages) return null;
+  for (let start = lines.length - 1; start >= 0; start--) {
+    if (search(data.known_messages, lines[start])) {
+      let end = start + 1;
+      while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
+      return strip(data, lines.slice(start, end).join("\n"));
+    }
+  }
+  return null;
+}
+
+function withKnownMessage(chain, known) {
+  if (known === null) return chain;
+  if (!chain.length) return [{ type: null, message: known, frames: [], compiledFrames: [] }];
+  return [...chain.slice(0, -1), { ...chain[chain.length - 1], message: known }];
+}
+
+function frameMatch(data, line) {
+  for (const shape of data.patterns.frame_shapes) {
+    const m = matchAt(shape.source, line);
+    if (m) return m;
+  }
+  return null;
+}
+
+function codeAfter(data, lines, i) {
+  const p = data.patterns;
+  let code = null;
+  while (i < lines.length) {
+    const line = lines[i];
+    const stripped = strip(data, line);
+    if (!stripped) {
+      if (code === null && i + 1 < lines.length && matchAt(p.ipy_context.source, lines[i + 1] || "")) {
+        i += 1;
+        continue;
+      }
+      break;
+    }
+    if (frameMatch(data, line)) break;
+    if (matchAt(p.traceback_header.source, line) || matchAt(p.chain_separator.source, line)) break;
+    if (matchAt(p.carets.source, line)) {
+      i += 1;
+      continue;
+    }
+    if (matchAt(p.ipy_arrow.source, line)) {
+      code = stripped;
+      i += 1;
+      continue;
+    }
+    if (matchAt(p.ipy_context.source, line) || stripped === "...") {
+      i += 1;
+      continue;
+    }
+    if (code !== null || (!isSpace(data, firstChar(line)) && matchAt(p.exception_line.source, stripped))) break;
+    code = stripped;
+    i += 1;
+  }
+  return [code, i];
+}
+
+class Scanner {
+  constructor(data, lines) {
+    this.data = data;
+    this.p = data.patterns;
+    this.headerType = null;
+    this.lines = lines;
+    this.i = 0;
+    this.chains = [];
+    this.current = [];
+    this.frames = [];
+    this.inTraceback = false;
+    this.linked = false;
+  }
+
+  run() {
+    while (this.i < this.lines.length) this.step();
+    this.closeFramesWithoutException();
+    if (this.current.length) this.chains.push(this.current);
+    return this.chains;
+  }
+
+  step() {
+    const p = this.p;
+    const line = this.lines[this.i];
+    const header = matchAt(p.traceback_header.source, line);
+    if (header) {
+      this.closeFramesWithoutException();
+      this.headerType = group(header, "type");
+      if (!this.linked && this.current.length) {
+        this.chains.push(this.current);
+        this.current = [];
+      }
+      this.linked = false;
+      this.inTraceback = true;
+      this.i += 1;
+      return;
+    }
+    if (matchAt(p.chain_separator.source, line)) {
+      this.linked = true;
+      this.i += 1;
+      return;
+    }
+    const frame = this.frameAt(this.i);
+    if (frame !== null) {
+      this.inTraceback = true;
+      this.frames.push(frame);
+      return;
+    }
+    const exc =
+      !isSpace(this.data, firstChar(line)) || this.inTraceback
+        ? matchAt(p.exception_line.source, strip(this.data, line))
+        : null;
+    if (exc && (group(exc, "message") !== null || this.inTraceback)) {
+      this.exception(group(exc, "type"), group(exc, "message") || "");
+      return;
+    }
+    this.i += 1;
+  }
+
+  frameAt(i) {
+    const m = frameMatch(this.data, this.lines[i]);
+    if (!m) return null;
+    const path = strip(this.data, group(m, "path"));
+    let number = group(m, "line") ? pyInt(group(m, "line")) : null;
+    let fn = strip(this.data, group(m, "function") || "") || null;
+    let [code, next] = codeAfter(this.data, this.lines, i + 1);
+    this.i = next;
+    if (code !== null && number === null) {
+      const arrow = matchAt(this.p.ipy_arrow.source, code);
+      if (arrow) {
+        number = pyInt(group(arrow, "line"));
+        code = strip(this.data, group(arrow, "code"));
+      }
+    }
+    if (path.startsWith("Cell In") || path.startsWith("Input In")) fn = fn || "<cell>";
+    return { path, line: number, function: fn, code, library: libraryOf(this.data, path) };
+  }
+
+  exception(typeName, firstLine) {
+    const p = this.p;
+    const messageLines = [firstLine];
+    this.i += 1;
+    const compiled = [];
+    let blankRun = 0;
+    while (this.i < this.lines.length && messageLines.length < this.data.constants.MAX_MESSAGE_LINES) {
+      const line = this.lines[this.i];
+      if (matchAt(p.traceback_header.source, line) || matchAt(p.chain_separator.source, line)) break;
+      if (matchAt(p.from_user_code.source, line)) {
+        this.i += 1;
+        while (this.i < this.lines.length) {
+          const frame = this.frameAt(this.i);
+          if (frame === null) break;
+          compiled.push(frame);
+        }
+        break;
+      }
+      if (!strip(this.data, line)) {
+        blankRun += 1;
+        if (blankRun >= 2) break;
+      } else {
+        if (blankRun && (matchAt(p.frame.source, line) || matchAt(p.exception_line.source, strip(this.data, line)))) {
+          break;
+        }
+        if (this.looksLikeLog(line) && !isSpace(this.data, firstChar(line))) break;
+        blankRun = 0;
+      }
+      messageLines.push(line);
+      this.i += 1;
+    }
+    const message = strip(this.data, messageLines.join("\n"));
+    const repeated = fullmatch(p.repeated.source, typeName);
+    this.current.push({
+      type: repeated ? repeated[1] : typeName,
+      message,
+      frames: this.frames,
+      compiledFrames: compiled,
+    });
+    this.headerType = null;
+    this.frames = [];
+    this.inTraceback = false;
+  }
+
+  looksLikeLog(line) {
+    return Boolean(
+      matchAt(this.p.log_line.source, line) || matchAt(this.p.exception_line.source, strip(this.data, line)),
+    );
+  }
+
+  closeFramesWithoutException() {
+    if (!this.frames.length) return;
+    const last = this.current.length ? this.current[this.current.length - 1] : null;
+    const earlier = last && !last.frames.length ? last : null;
+    if (earlier !== null) {
+      this.current[this.current.length - 1] = {
+        type: earlier.type,
+        message: earlier.message,
+        frames: this.frames,
+        compiledFrames: [],
+      };
+    } else {
+      this.current.push({ type: this.headerType, message: "", frames: this.frames, compiledFrames: [] });
+    }
+    this.frames = [];
+    this.inTraceback = false;
+  }
+}
+
+function parseLines(data, lines) {
+  const chains = new Scanner(data, lines).run();
+  if (!chains.length) return [];
+  for (let k = chains.length - 1; k >= 0; k--) {
+    if (chains[k][chains[k].length - 1].type !== null) return chains[k];
+  }
+  return chains[chains.length - 1];
+}
+
+function hasMessage(chain) {
+  return Boolean(chain[chain.length - 1].message);
+}
+
+/** The last traceback in `text` (see fixer/parse.py), or null. */
+export function parse(data, text) {
+  const cleaned = clean(data, text);
+  const groups = splitRanks(data, cleaned.split("\n"));
+  const found = new Map();
+  for (const [rank, lines] of groups) {
+    let chain = parseLines(data, lines);
+    if (!chain.length || !chain[chain.length - 1].message) chain = withKnownMessage(chain, knownMessage(data, lines));
+    if (chain.length) found.set(rank, chain);
+  }
+  if (!found.size) return null;
+  const ranks = [...found.keys()].filter((r) => r !== null).sort((a, b) => a - b);
+  let chosen = ranks.length ? ranks[0] : null;
+  if (chosen === null || (found.has(null) && hasMessage(found.get(null)) && !hasMessage(found.get(chosen)))) {
+    chosen = null;
+  }
+  const chain = found.get(chosen);
+  const final = chain[chain.length - 1];
+  const earlier = chain.slice(0, -1);
+  return {
+    final,
+    chain: earlier,
+    rank: chosen,
+    ranks,
+    text: cleaned,
+    exception: final.type,
+    message: final.message,
+    messages: [final.message, ...earlier.slice().reverse().map((e) => e.message)],
+    allFrames: [...earlier, final].flatMap((e) => [...e.frames, ...e.compiledFrames]),
+  };
+}
+
+// ---- evidence.py --------------------------------------------------------------------------------
+
+export function deviceKind(device) {
+  const lowered = device.toLowerCase();
+  if (lowered.startsWith("torch.cuda.") || lowered === "cuda" || lowered === "gpu" || lowered.startsWith("cuda")) {
+    return "cuda";
+  }
+  if (lowered.startsWith("mps")) return "mps";
+  if (lowered.startsWith("torch.") || lowered.startsWith("cpu") || lowered.endsWith("tensor")) return "cpu";
+  if (lowered.startsWith("c10::") || ["float", "double", "half"].includes(lowered)) return "dtype";
+  return lowered.split(":")[0];
+}
+
+function normaliseOp(data, raw) {
+  if (!raw) return null;
+  let op = raw.startsWith("aten.") ? raw.slice(5) : raw;
+  op = sub(data.patterns.op_wrapper.source, op, "");
+  op = sub(data.patterns.op_legacy.source, op, "");
+  return op.replace(/^_+/, "") || null;
+}
+
+function sortedStrings(items) {
+  return [...items].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The facts of a parsed traceback (see fixer/evidence.py); no user source in a browser. */
+export function extract(data, tb) {
+  const messages = tb.messages.filter((m) => m);
+  const joined = messages.join("\n");
+  let shape = null;
+  for (const p of data.patterns.shapes) {
+    shape = search(p.source, joined);
+    if (shape) break;
+  }
+  const g = (name) => (shape ? group(shape, name) : null);
+  const common = g("com") || (g("com_type") ? deviceKind(g("com_type")) : null);
+  const offending = g("off") || (g("off_type") ? deviceKind(g("off_type")) : null);
+  const raw = shape ? [common, offending].filter((d) => d) : findall(data.patterns.device_token.source, joined);
+  const devices = [...new Set(raw)];
+  const kinds = new Set(devices.map(deviceKind));
+  const dtypeOnly = Boolean((g("com_type") && kinds.size === 1) || kinds.has("dtype"));
+  const frames = tb.allFrames;
+  return {
+    exception: tb.exception,
+    message: tb.message,
+    messages,
+    devices,
+    offending,
+    common,
+    argument: g("arg"),
+    op: normaliseOp(data, g("op")),
+    libraries: new Set(frames.filter((f) => f.library).map((f) => f.library)),
+    frameLines: frames.map((f) => `${normalisePath(f.path)}:${f.function || ""}: ${f.code || ""}`),
+    userCode: frames.filter((f) => f.library === null && f.code).map((f) => f.code),
+    text: tb.text,
+    dtypeOnly,
+    deviceKinds: sortedStrings(devices.map(deviceKind)),
+    offendingKind: offending ? deviceKind(offending) : null,
+  };
+}
+
+// ---- normalise.py -------------------------------------------------------------------------------
+
+export function normalise(data, message) {
+  let text = message;
+  for (const rule of data.patterns.normalise) {
+    const r = rule.replacement;
+    text = sub(rule.source, text, r.upper_group ? (...m) => `<${m[r.upper_group].toUpperCase()}>` : () => r.text);
+  }
+  return strip(data, text);
+}
+
+// ---- rapidfuzz fuzz.ratio -----------------------------------------------------------------------
+
+/** Normalised InDel similarity * 100 over code points, as rapidfuzz's `fuzz.ratio`. */
+export function ratio(a, b) {
+  const s1 = Array.from(a);
+  const s2 = Array.from(b);
+  const total = s1.length + s2.length;
+  if (!total) return 100;
+  // Longest common subsequence, one row at a time.
+  let prev = new Array(s2.length + 1).fill(0);
+  let row = new Array(s2.length + 1).fill(0);
+  for (let i = 1; i <= s1.length; i++) {
+    for (let j = 1; j <= s2.length; j++) {
+      row[j] = s1[i - 1] === s2[j - 1] ? prev[j - 1] + 1 : Math.max(prev[j], row[j - 1]);
+    }
+    [prev, row] = [row, prev];
+  }
+  const distance = total - 2 * prev[s2.length];
+  return (1.0 - distance / total) * 100;
+}
+
+// ---- match.py -----------------------------------------------------------------------------------
+
+function closest(data, entry, normalised, kinds) {
+  const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const comparable = entry.examples.filter((k) => !(kinds.length && k.kinds.length) || same(k.kinds, kinds));
+  if (!normalised || !comparable.length) return null;
+  let best = null;
+  for (const k of comparable) {
+    const r = ratio(normalised, k.message);
+    if (best === null || r > best[0] || (r === best[0] && k.source > best[1])) best = [r, k.source];
+  }
+  return best;
+}
+
+function similarity(data, found, all) {
+  const c = data.constants;
+  if (found === null || found[0] <= c.SIMILARITY_FLOOR) return null;
+  const [r, source] = found;
+  const peers = all.filter((other) => other !== null && other[0] >= r - c.SIMILARITY_TIE).length;
+  const points = roundHalfEven((c.SIMILARITY_POINTS * (r - c.SIMILARITY_FLOOR)) / (100 - c.SIMILARITY_FLOOR) / peers);
+  if (points <= 0) return null;
+  const shared = peers > 1 ? `; so are cases of ${peers - 1} other entries` : "";
+  return { text: `the message is ${roundHalfEven(r)}% like a known case (${source})${shared}`, points };
+}
+
+function bestSignature(entry, ev) {
+  let best = null;
+  for (const sig of entry.signatures) {
+    if (sig.exception && ev.exception && !fullmatch(sig.exception, rsplitLast(ev.exception, "."))) continue;
+    for (const message of ev.messages) {
+      const hit = search(sig.pattern, message);
+      if (hit && (best === null || sig.weight > best.points)) {
+        best = { text: `the message says “${hit[0].split(/\s+/u).filter((w) => w).join(" ")}”`, points: sig.weight };
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+function holds(rule, ev) {
+  if (rule.needs_source) return false; // the user's source files are not readable from a web page
+  const w = rule.when;
+  const hasLibrary = (lib) => [...ev.libraries].some((l) => l === lib || l.startsWith(lib + "."));
+  const checks = {
+    message: () => ev.messages.some((m) => search(w.message, m)),
+    text: () => Boolean(search(w.text, ev.text)),
+    exception: () => Boolean(ev.exception && fullmatch(w.exception, rsplitLast(ev.exception, "."))),
+    argument: () => Boolean(ev.argument && fullmatch(w.argument, ev.argument)),
+    op: () => Boolean(ev.op && search(w.op, ev.op)),
+    devices: () => {
+      const want = sortedStrings(w.devices);
+      const got = sortedStrings(ev.devices.map(deviceKind));
+      return want.length === got.length && want.every((x, i) => x === got[i]);
+    },
+    offending: () => ev.offendingKind === w.offending,
+    library: () => w.library.some(hasLibrary),
+    frame: () => ev.frameLines.some((line) => search(w.frame, line)),
+    user_code: () => ev.userCode.some((line) => search(w.user_code, line)),
+  };
+  return Object.entries(checks).every(([name, check]) => w[name] === undefined || w[name] === null || check());
+}
+
+function score(data, entry, ev, found, all) {
+  const c = data.constants;
+  const reasons = [];
+  const similar = similarity(data, found, all);
+  const resembles = found !== null && found[0] >= c.RESEMBLANCE;
+  const signature = bestSignature(entry, ev);
+  if (signature) reasons.push(signature);
+  if (similar) reasons.push(similar);
+  const rules = entry.rules.filter((r) => holds(r, ev)).map((r) => ({ text: r.because, points: r.weight }));
+  reasons.push(...rules);
+  const evidencePoints = rules.reduce((sum, r) => sum + r.points, 0);
+  const competes = signature || resembles || (!ev.message && evidencePoints >= 2 * c.MIN_SCORE);
+  if (!competes) return null;
+  const total = Math.max(0, Math.min(100, reasons.reduce((sum, r) => sum + r.points, 0)));
+  if (total < c.MIN_SCORE) return null;
+  const ordered = reasons
+    .map((r, i) => [r, i])
+    .sort((a, b) => Math.abs(b[0].points) - Math.abs(a[0].points) || a[1] - b[1])
+    .map(([r]) => r);
+  return { id: entry.id, title: entry.title, summary: entry.summary, url: entry.url, score: total, reasons: ordered };
+}
+
+/** Ranked matches for an extracted evidence (see Matcher.rank). */
+export function rank(data, ev) {
+  if (ev.dtypeOnly) return [];
+  const normalised = ev.message ? normalise(data, ev.message) : "";
+  const found = data.entries.map((e) => closest(data, e, normalised, ev.deviceKinds));
+  const matches = [];
+  data.entries.forEach((entry, k) => {
+    const m = score(data, entry, ev, found[k], found);
+    if (m) matches.push(m);
+  });
+  matches.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return matches;
+}
+
+/** `fixer explain` for pasted text: {traceback, evidence, matches}; never throws on odd input. */
+export function explain(data, text) {
+  const tb = parse(data, text);
+  if (tb === null) return { traceback: null, evidence: null, matches: [] };
+  const ev = extract(data, tb);
+  return { traceback: tb, evidence: ev, matches: rank(data, ev) };
+}

@@ -1,0 +1,127 @@
+"""The site's paste-your-traceback box ranks like `fixer explain`: the JavaScript port of the matcher
+(docs/javascripts/fixer-match.js, fed by fixer/export.py) is run under Node on every KB example and
+every dev-corpus traceback, and must put the same entry first."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import CORPUS, ROOT, kb_examples
+
+from fixer.catalog import Catalog
+from fixer.export import UntranslatableRegex, matcher_data, to_js
+from fixer.match import Matcher
+
+JS = ROOT / "docs" / "javascripts"
+NODE = shutil.which("node")
+
+# Loads the port, explains every case, prints [[first id or null, [[id, score], ...]], ...].
+RUNNER = """
+import { readFileSync } from "node:fs";
+import { explain } from "./fixer-match.mjs";
+const { data, texts } = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const out = texts.map((text) => explain(data, text).matches.map((m) => [m.id, m.score]));
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def _cases() -> list[tuple[str, str]]:
+    cases = [(f"kb:{entry}#{number}", text) for entry, number, text in kb_examples()]
+    if CORPUS.exists():
+        for item in yaml.safe_load(CORPUS.read_text()):
+            if item.get("traceback"):
+                cases.append((f"corpus:{item['id']}", item["traceback"]))
+    return cases
+
+
+def _run_node(tmp_path: Path, payload: dict[str, Any]) -> list[list[list[Any]]]:
+    assert NODE is not None
+    shutil.copy(JS / "fixer-match.js", tmp_path / "fixer-match.mjs")
+    (tmp_path / "runner.mjs").write_text(RUNNER)
+    (tmp_path / "input.json").write_text(json.dumps(payload))
+    result = subprocess.run(
+        [NODE, str(tmp_path / "runner.mjs"), str(tmp_path / "input.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def data(catalog: Catalog) -> dict[str, Any]:
+    return matcher_data(catalog)
+
+
+def test_export_is_json_and_covers_every_entry(data: dict[str, Any], catalog: Catalog) -> None:
+    assert json.loads(json.dumps(data)) == data
+    assert [e["id"] for e in data["entries"]] == [entry.id for entry in catalog]
+    assert sum(len(e["examples"]) for e in data["entries"]) > len(catalog)
+
+
+@pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")
+def test_browser_matcher_agrees_with_fixer_explain(tmp_path: Path, data: dict[str, Any], matcher: Matcher) -> None:
+    cases = _cases()
+    assert len(cases) > 30
+    ranked = _run_node(tmp_path, {"data": data, "texts": [text for _, text in cases]})
+    first_disagreements = []
+    ranking_disagreements = []
+    for (name, text), js in zip(cases, ranked, strict=True):
+        python = [[m.id, m.score] for m in matcher.explain(text).matches]
+        if (python[0][0] if python else None) != (js[0][0] if js else None):
+            first_disagreements.append(f"{name}: python {python[:3]} / js {js[:3]}")
+        elif python != js:
+            ranking_disagreements.append(f"{name}: python {python} / js {js}")
+    assert first_disagreements == [], f"{len(first_disagreements)}/{len(cases)} disagree on the first match"
+    assert ranking_disagreements == [], f"{len(ranking_disagreements)}/{len(cases)} rank differently"
+
+
+@pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")
+def test_translated_regexes_behave_like_python(tmp_path: Path) -> None:
+    cases = [
+        (r"(?i:cpu)", "CPU", True),
+        (r"(?i:k)", "\u212a", True),
+        (r"\bcuda\b", "在cuda", False),
+        (r"\d+", "\u0661\u0662", True),
+        (r"^a.b$", "a\nb", False),
+        (r"(?s)^a.b$", "a\nb", True),
+        (r"x$", "x\n", True),
+        (r"(?P<n>ab)(?P=n)", "abab", True),
+        (r"\s", "\x1c", True),
+        (r"\s", "\ufeff", False),
+        (r"[\w.'\"=(/-]+", "a.b'c\"=(/-", True),
+        (r"a{,2}b", "aab", True),
+        (r"}{", "}{", True),
+        (r"^a{,}b{}$", "aaab{}", True),
+    ]
+    for pattern, text, expected in cases:
+        assert bool(re.search(pattern, text)) is expected, pattern
+    script = (
+        "const cases = JSON.parse(process.argv[1]);"
+        "process.stdout.write(JSON.stringify(cases.map(([s, t]) => new RegExp(s, 'u').test(t))));"
+    )
+    payload = json.dumps([[to_js(p), t] for p, t, _ in cases])
+    result = subprocess.run([NODE or "node", "-e", script, payload], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [expected for _, _, expected in cases]
+
+
+@pytest.mark.parametrize("pattern", [r"(?>a)", r"a*+", r"(?(1)a|b)", r"[\W]", r"(?x)a b", r"\0"])
+def test_untranslatable_regexes_fail_loudly(pattern: str) -> None:
+    with pytest.raises(UntranslatableRegex):
+        to_js(pattern)
+
+
+def test_pasted_text_never_becomes_html() -> None:
+    script = (JS / "paste-box.js").read_text()
+    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function", script)
+    assert "textContent" in script
+    assert not re.search(r"https?://", script + (JS / "fixer-match.js").read_text())
