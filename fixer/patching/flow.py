@@ -464,6 +464,14 @@ class PlannedCodemod(Codemod):
         self._rewrite: dict[int, Callable[[cst.CSTNode], cst.CSTNode]] = {}
 
     def plan(self, module: cst.Module) -> None:
+        """By default: fix the first call on the failing lines, innermost line first, that `fix_call` can."""
+        for _line, calls in self.calls_on_target(module):
+            for call in calls:
+                if self.fix_call(call):
+                    return
+
+    def fix_call(self, call: cst.Call) -> bool:
+        """Plan the edits for one call; False when this codemod has nothing to do for it."""
         raise NotImplementedError
 
     def visit_Module(self, node: cst.Module) -> bool:

@@ -34,13 +34,7 @@ class MoveLossToDevice(PlannedCodemod):
     safety = "safe"
     summary = "move a loss that holds class weights (weight=/pos_weight=) to the device of its inputs"
 
-    def plan(self, module: cst.Module) -> None:
-        for _line, calls in self.calls_on_target(module):
-            for call in calls:
-                if self._fix(call):
-                    return
-
-    def _fix(self, call: cst.Call) -> bool:
+    def fix_call(self, call: cst.Call) -> bool:
         loss = dotted(call.func)
         if loss is None:
             return False

@@ -30,13 +30,7 @@ class MoveModelToDevice(PlannedCodemod):
     safety = "unsafe"
     summary = "move the model called on the failing line to the device its inputs are on"
 
-    def plan(self, module: cst.Module) -> None:
-        for _line, calls in self.calls_on_target(module):
-            for call in calls:
-                if self._fix(call):
-                    return
-
-    def _fix(self, call: cst.Call) -> bool:
+    def fix_call(self, call: cst.Call) -> bool:
         callee = dotted(call.func)
         if callee is None:
             return False
