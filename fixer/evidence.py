@@ -55,6 +55,10 @@ _SHAPES: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
+_OP_WRAPPER = re.compile(r"^wrapper_(?:[A-Z][A-Za-z]*_)?")  # codegen prefix and dispatch key
+_OP_LEGACY = re.compile(r"^_thnn_|^_th_")  # TH/THNN names before 1.10
+
+
 def device_kind(device: str) -> str:
     """`cuda:1` -> `cuda`; legacy type and backend names -> their device kind."""
     lowered = device.lower()
@@ -100,8 +104,8 @@ def normalise_op(raw: str | None) -> str | None:
     if not raw:
         return None
     op = raw.removeprefix("aten.")
-    op = re.sub(r"^wrapper_(?:[A-Z][A-Za-z]*_)?", "", op)
-    op = re.sub(r"^_thnn_|^_th_", "", op)
+    op = _OP_WRAPPER.sub("", op)
+    op = _OP_LEGACY.sub("", op)
     return op.lstrip("_") or None
 
 

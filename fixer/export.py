@@ -10,12 +10,10 @@ would misread fails the build and the tests instead of silently ranking differen
 
 from __future__ import annotations
 
-import inspect
 import re
 import sys
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from types import ModuleType
 from typing import Any
 
 from fixer import evidence as _evidence
@@ -332,13 +330,6 @@ def _python_regex(pattern: re.Pattern[str]) -> dict[str, str]:
     return {"source": to_js(pattern.pattern, pattern.flags & ~re.U), "python": pattern.pattern}
 
 
-def _inline(module: ModuleType, pattern: str) -> dict[str, str]:
-    """A regex written inline in a function of `module`: checked to still be there, word for word."""
-    if pattern not in inspect.getsource(module):
-        raise UntranslatableRegex(f"{pattern!r} is no longer in {module.__name__}: update fixer/export.py")
-    return {"source": to_js(pattern), "python": pattern}
-
-
 def _replacement(value: str | Callable[[re.Match[str]], str], pattern: re.Pattern[str]) -> dict[str, Any]:
     if isinstance(value, str):
         if "\\" in value:
@@ -357,7 +348,7 @@ def patterns() -> dict[str, Any]:
     p = _parse
     return {
         "ansi": _python_regex(p._ANSI),
-        "ansi_leftover": _inline(p, r"\[(?:0|1|22|3\d|9\d)m"),
+        "ansi_leftover": _python_regex(p._ANSI_LEFTOVER),
         "rank_prefix": _python_regex(p._RANK_PREFIX),
         "traceback_header": _python_regex(p._TRACEBACK_HEADER),
         "chain_separator": _python_regex(p._CHAIN_SEPARATOR),
@@ -371,15 +362,15 @@ def patterns() -> dict[str, Any]:
         "link": _python_regex(p._LINK),
         "quoted": _python_regex(p._QUOTED),
         "repeated": _python_regex(p._REPEATED),
-        "log_line": _inline(p, r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )"),
+        "log_line": _python_regex(p._LOG_LINE),
         "install_root": _python_regex(_libraries._INSTALL_ROOT),
         "torch_source": _python_regex(_libraries._TORCH_SOURCE),
         "torch_checkout": _python_regex(_libraries._TORCH_CHECKOUT),
         "stdlib": _python_regex(_libraries._STDLIB),
         "device_token": _python_regex(_evidence._DEVICE_TOKEN),
         "shapes": [_python_regex(shape) for shape in _evidence._SHAPES],
-        "op_wrapper": _inline(_evidence, r"^wrapper_(?:[A-Z][A-Za-z]*_)?"),
-        "op_legacy": _inline(_evidence, r"^_thnn_|^_th_"),
+        "op_wrapper": _python_regex(_evidence._OP_WRAPPER),
+        "op_legacy": _python_regex(_evidence._OP_LEGACY),
         "normalise": [
             {**_python_regex(pattern), "replacement": _replacement(value, pattern)}
             for pattern, value in _normalise._RULES

@@ -15,6 +15,10 @@ from dataclasses import dataclass, replace
 from fixer.libraries import library_of
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+# Keras wraps the inner message in bold; when a page loses ESC, `[1m`/`[0m` remain.
+_ANSI_LEFTOVER = re.compile(r"\[(?:0|1|22|3\d|9\d)m")
+# A line that starts a new log record (a timestamp, a progress bar, a logger), not a message's continuation.
+_LOG_LINE = re.compile(r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?")
 # IPython prints the exception type on the header line: `RuntimeError    Traceback (most recent call last)`.
 _TRACEBACK_HEADER = re.compile(r"^\s*(?:(?P<type>[\w.]+)\s+)?Traceback \(most recent call last\):?\s*$")
@@ -105,8 +109,7 @@ class Traceback:
 def clean(text: str) -> str:
     """Drop colours, unify line ends; a bare CR (a progress bar redrawing itself) ends a line too."""
     text = _ANSI.sub("", text)
-    # Keras wraps the inner message in bold; when a page loses ESC, `[1m`/`[0m` remain.
-    text = re.sub(r"\[(?:0|1|22|3\d|9\d)m", "", text)
+    text = _ANSI_LEFTOVER.sub("", text)
     text = _LINK.sub(r"\1", text.replace("\r\n", "\n").replace("\r", "\n"))
     lines = [line for line in text.split("\n") if line.strip()]
     if lines and sum(line.startswith(">") for line in lines) * 2 > len(lines):  # a quoted reply
@@ -291,10 +294,7 @@ class _Scanner:
     @staticmethod
     def _looks_like_log(line: str) -> bool:
         """A line that starts a new log record, not the message's continuation."""
-        return bool(
-            re.match(r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )", line)
-            or _EXCEPTION_LINE.match(line.strip())
-        )
+        return bool(_LOG_LINE.match(line) or _EXCEPTION_LINE.match(line.strip()))
 
     def _close_frames_without_exception(self) -> None:
         """Frames whose exception line is missing (cut off, or printed before the traceback)."""
