@@ -7,7 +7,7 @@ pattern it fixes is not there: a codemod never guesses.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -81,3 +81,36 @@ def chain_to(value: cst.BaseExpression, move: cst.Call) -> cst.Call:
     """`value.to(<same args as move>)` (or `.cuda(...)`), reusing the user's own device expression."""
     assert isinstance(move.func, cst.Attribute)
     return cst.Call(func=cst.Attribute(value=value, attr=move.func.attr), args=move.args)
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under `node`, itself first, in source order."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
+
+
+def module_classes(module: cst.Module) -> list[cst.ClassDef]:
+    """Classes of this file that are nn.Module subclasses, directly or through another class here."""
+    classes = [n for n in walk(module) if isinstance(n, cst.ClassDef)]
+    modules: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            bases = {dotted(base.value) or "" for base in cls.bases}
+            if cls.name.value not in modules and any(b.endswith("Module") or b in modules for b in bases):
+                modules.add(cls.name.value)
+                changed = True
+    return [cls for cls in classes if cls.name.value in modules]
+
+
+def imported_layers(module: cst.Module) -> set[str]:
+    """Names imported from torch.nn (`from torch.nn import Linear`), usable bare."""
+    names: set[str] = set()
+    for node in walk(module):
+        if isinstance(node, cst.ImportFrom) and dotted(node.module or cst.Name("_")) == "torch.nn":
+            for alias in node.names if isinstance(node.names, list | tuple) else ():
+                if isinstance(alias.name, cst.Name) and alias.asname is None:
+                    names.add(alias.name.value)
+    return names

@@ -27,8 +27,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import Codemod, Target, dotted
-from fixer.patching.codemods.tensor_attribute_to_buffer import module_classes
+from fixer.patching.base import Codemod, Target, dotted, imported_layers, module_classes, walk
 
 _LIST_ONLY = frozenset({"sort", "index", "count", "copy", "remove", "reverse", "clear", "get", "setdefault", "popitem"})
 
@@ -47,7 +46,7 @@ class ListOfModulesToModuleList(Codemod):
         if nn is None:
             return True
         classes = module_classes(node)
-        layer_classes = {c.name.value for c in classes} | _imported_layers(node)
+        layer_classes = {c.name.value for c in classes} | imported_layers(node)
         for line in reversed(self.target.lines):
             cls = next((c for c in classes if self._span(c)[0] <= line <= self._span(c)[1]), None)
             if cls is None:
@@ -78,8 +77,8 @@ def _plan(
     cls: cst.ClassDef, init: cst.FunctionDef, name: str, nn: str, layers: set[str]
 ) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     """The value of `self.<name> = ...` in __init__ and what to put there, or None to leave it alone."""
-    assignments = [n for m in _methods(cls) for n in _walk(m) if _assigns_attribute(n, name)]
-    if len(assignments) != 1 or not any(n is assignments[0] for n in _walk(init)):
+    assignments = [n for m in _methods(cls) for n in walk(m) if _assigns_attribute(n, name)]
+    if len(assignments) != 1 or not any(n is assignments[0] for n in walk(init)):
         return None
     assignment = assignments[0]
     assert isinstance(assignment, cst.Assign)
@@ -155,7 +154,7 @@ def _filled_by_append(scope: cst.CSTNode, container: str, layers: set[str]) -> b
     """`<container>.append(layer)` / `.extend([layers])` somewhere, and nothing else appended."""
     local_layers = _names_bound_to_layers(scope, layers)
     found = False
-    for node in _walk(scope):
+    for node in walk(scope):
         if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
             continue
         if dotted(node.func.value) != container or node.func.attr.value not in ("append", "extend", "insert"):
@@ -176,7 +175,7 @@ def _filled_by_append(scope: cst.CSTNode, container: str, layers: set[str]) -> b
 def _filled_by_key(cls: cst.ClassDef, name: str, layers: set[str]) -> bool:
     """`self.<name>["key"] = layer` somewhere, and nothing but layers stored under string keys."""
     found = False
-    for node in _walk(cls):
+    for node in walk(cls):
         if not isinstance(node, cst.Assign):
             continue
         for target in node.targets:
@@ -193,7 +192,7 @@ def _filled_by_key(cls: cst.ClassDef, name: str, layers: set[str]) -> bool:
 def _local_list_of_layers(init: cst.FunctionDef, local: str, assignment: cst.Assign, layers: set[str]) -> bool:
     """`blocks = []`, `blocks.append(nn.X(...))`, then `self.x = blocks`, all in __init__."""
     bindings = [
-        n for n in _walk(init) if isinstance(n, cst.Assign) and any(dotted(t.target) == local for t in n.targets)
+        n for n in walk(init) if isinstance(n, cst.Assign) and any(dotted(t.target) == local for t in n.targets)
     ]
     if len(bindings) != 1 or not _empty(bindings[0].value, "list"):
         return False
@@ -202,7 +201,7 @@ def _local_list_of_layers(init: cst.FunctionDef, local: str, assignment: cst.Ass
 
 def _names_bound_to_layers(scope: cst.CSTNode, layers: set[str]) -> set[str]:
     names = set()
-    for node in _walk(scope):
+    for node in walk(scope):
         if isinstance(node, cst.Assign) and _is_layer(node.value, layers):
             names |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
     return names
@@ -211,7 +210,7 @@ def _names_bound_to_layers(scope: cst.CSTNode, layers: set[str]) -> set[str]:
 def _misused(cls: cst.ClassDef, name: str) -> bool:
     """Uses that work on a list or dict but not on nn.ModuleList / nn.ModuleDict."""
     container = f"self.{name}"
-    for node in _walk(cls):
+    for node in walk(cls):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             if dotted(node.func.value) == container and node.func.attr.value in _LIST_ONLY:
                 return True
@@ -232,7 +231,7 @@ def _assigns_attribute(node: cst.CSTNode, name: str) -> bool:
 
 def _self_attributes(method: cst.FunctionDef) -> list[str]:
     names: list[str] = []
-    for node in _walk(method):
+    for node in walk(method):
         if (
             isinstance(node, cst.Attribute)
             and isinstance(node.value, cst.Name)
@@ -246,7 +245,7 @@ def _self_attributes(method: cst.FunctionDef) -> list[str]:
 def _nn_prefix(module: cst.Module) -> str | None:
     """How this file names torch.nn: `nn.`, `torch.nn.`, or None when it does not import it."""
     prefix = None
-    for node in _walk(module):
+    for node in walk(module):
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = dotted(alias.name)
@@ -261,27 +260,10 @@ def _nn_prefix(module: cst.Module) -> str | None:
     return prefix
 
 
-def _imported_layers(module: cst.Module) -> set[str]:
-    """Names imported from torch.nn (`from torch.nn import Linear`), usable bare."""
-    names: set[str] = set()
-    for node in _walk(module):
-        if isinstance(node, cst.ImportFrom) and dotted(node.module or cst.Name("_")) == "torch.nn":
-            for alias in node.names if isinstance(node.names, (list, tuple)) else ():
-                if isinstance(alias.name, cst.Name) and alias.asname is None:
-                    names.add(alias.name.value)
-    return names
-
-
 def _methods(cls: cst.ClassDef) -> Iterator[cst.FunctionDef]:
     for statement in cls.body.body:
         if isinstance(statement, cst.FunctionDef):
             yield statement
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 CODEMOD = ListOfModulesToModuleList

@@ -28,8 +28,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import Codemod, Target, dotted
-from fixer.patching.codemods.tensor_attribute_to_buffer import module_classes
+from fixer.patching.base import Codemod, Target, dotted, imported_layers, module_classes, walk
 
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda)
 
@@ -49,7 +48,7 @@ class MoveModuleToInit(Codemod):
     # -- analysis -----------------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool:
         self._globals = _module_names(node)
-        layer_classes = {c.name.value for c in module_classes(node)} | _imported_layers(node)
+        layer_classes = {c.name.value for c in module_classes(node)} | imported_layers(node)
         for line in reversed(self.target.lines):
             for cls in module_classes(node):
                 if self._within(cls, line):
@@ -87,7 +86,7 @@ class MoveModuleToInit(Codemod):
         added: list[tuple[str, cst.Call]] = []
         reads = set().union(*(_reads(s) for s in failing))
         # (a) `nn.X(...)(h)` on the failing statement
-        in_loop = any(isinstance(n, (cst.For, cst.While)) and self._within(n, line) for n in _walk(method))
+        in_loop = any(isinstance(n, (cst.For, cst.While)) and self._within(n, line) for n in walk(method))
         for statement in [] if in_loop else failing:  # in a loop it builds one layer per iteration
             for call in _calls_outside_loops(statement):
                 ctor = call.func
@@ -171,7 +170,7 @@ def _available(
 ) -> bool:
     """Whether every name the constructor reads means the same at the end of __init__."""
     own = set()  # names bound inside the constructor call itself (comprehension variables)
-    for node in _walk(ctor):
+    for node in walk(ctor):
         if isinstance(node, cst.CompFor):
             own |= _target_names(node.target)
     for node in _names_read(ctor):
@@ -236,7 +235,7 @@ def _calls_outside_loops(node: cst.CSTNode) -> Iterator[cst.Call]:
 
 
 def _small_statements(method: cst.FunctionDef) -> Iterator[cst.BaseSmallStatement]:
-    for node in _walk(method):
+    for node in walk(method):
         if isinstance(node, cst.BaseSmallStatement):
             yield node
 
@@ -248,7 +247,7 @@ def _bound_in(function: cst.FunctionDef) -> set[str]:
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             names.add(star.name.value)
-    for node in _walk(function):
+    for node in walk(function):
         if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
             names |= _target_names(node.target)
         elif isinstance(node, cst.AsName):
@@ -292,26 +291,16 @@ def _module_names(module: cst.Module) -> set[str]:
     return names
 
 
-def _imported_layers(module: cst.Module) -> set[str]:
-    names: set[str] = set()
-    for node in _walk(module):
-        if isinstance(node, cst.ImportFrom) and dotted(node.module or cst.Name("_")) == "torch.nn":
-            for alias in node.names if isinstance(node.names, (list, tuple)) else ():
-                if isinstance(alias.name, cst.Name) and alias.asname is None:
-                    names.add(alias.name.value)
-    return names
-
-
 def _calls_super_init(init: cst.FunctionDef) -> bool:
     return any(
         isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "__init__"
-        for n in _walk(init)
+        for n in walk(init)
     )
 
 
 def _attribute_names(cls: cst.ClassDef) -> set[str]:
     """Every `self.<name>` the class mentions, and names assigned in its body."""
-    names = {n.attr.value for n in _walk(cls) if isinstance(n, cst.Attribute) and dotted(n.value) == "self"}
+    names = {n.attr.value for n in walk(cls) if isinstance(n, cst.Attribute) and dotted(n.value) == "self"}
     for statement in cls.body.body:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
@@ -323,14 +312,14 @@ def _attribute_names(cls: cst.ClassDef) -> set[str]:
 
 
 def _assignments_to(function: cst.FunctionDef, name: str) -> int:
-    return sum(1 for n in _walk(function) if isinstance(n, cst.AssignTarget) and name in _target_names(n.target))
+    return sum(1 for n in walk(function) if isinstance(n, cst.AssignTarget) and name in _target_names(n.target))
 
 
 def _self_assignments(cls: cst.ClassDef, attr: str) -> int:
     return sum(
         1
         for target in _assignment_targets(cls)
-        for n in _walk(target)
+        for n in walk(target)
         if isinstance(n, cst.Attribute) and dotted(n) == f"self.{attr}"
     )
 
@@ -339,14 +328,14 @@ def _self_targets(function: cst.FunctionDef) -> set[str]:
     """Attributes the function assigns: `self.<attr> = ...`, `self.<attr> += ...`, in tuple targets too."""
     found = set()
     for target in _assignment_targets(function):
-        for node in _walk(target):
+        for node in walk(target):
             if isinstance(node, cst.Attribute) and dotted(node.value) == "self":
                 found.add(node.attr.value)
     return found
 
 
 def _assignment_targets(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
-    for n in _walk(node):
+    for n in walk(node):
         if isinstance(n, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
             yield n.target
 
@@ -367,12 +356,6 @@ def _snake(dotted_name: str) -> str:
 
 def _self_attr(name: str) -> cst.Attribute:
     return cst.Attribute(value=cst.Name("self"), attr=cst.Name(name))
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 CODEMOD = MoveModuleToInit

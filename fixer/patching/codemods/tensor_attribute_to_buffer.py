@@ -26,7 +26,7 @@ from typing import TypeGuard
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import Codemod, Target, dotted
+from fixer.patching.base import Codemod, Target, dotted, module_classes
 
 # Torch functions that return a tensor; the attribute is built by one of them (maybe inside arithmetic).
 TENSOR_FUNCTIONS = frozenset(
@@ -96,21 +96,6 @@ class TensorAttributeToBuffer(Codemod):
                 updated = _register(fix[0], updated.value, persistent=fix[1])
             body.append(updated)
         return updated_node.with_changes(body=body)
-
-
-def module_classes(module: cst.Module) -> list[cst.ClassDef]:
-    """Classes of this file that are nn.Module subclasses, directly or through another class here."""
-    classes = [n for n in _walk(module, into_scopes=True) if isinstance(n, cst.ClassDef)]
-    modules: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for cls in classes:
-            bases = {dotted(base.value) or "" for base in cls.bases}
-            if cls.name.value not in modules and any(b.endswith("Module") or b in modules for b in bases):
-                modules.add(cls.name.value)
-                changed = True
-    return [cls for cls in classes if cls.name.value in modules]
 
 
 def _plan(cls: cst.ClassDef, name: str) -> tuple[cst.BaseSmallStatement, bool] | None:
