@@ -1,0 +1,81 @@
+"""`fixer explain` and plain `fixer`: rank a traceback's causes. Imports neither torch nor LibCST."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from fixer.cli.common import NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
+
+if TYPE_CHECKING:
+    from fixer.match import Explanation
+    from fixer.patching.plan import Patch
+
+
+def example_text(entry_id: str) -> str:
+    entry = catalog().get(entry_id)
+    if entry is None:
+        raise CliError(f"no KB entry {entry_id!r}; `fixer list` shows the ids")
+    return entry.examples[0].traceback
+
+
+def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool) -> int:
+    from fixer.match import Matcher
+
+    if not text.strip():
+        if passthrough:
+            return OK
+        raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
+    result = Matcher(catalog()).explain(text)
+    patches = local_patches(result)
+    if as_json:
+        from fixer.report import explain_out
+
+        matches = result.matches[:top]
+        print(explain_out(result.traceback, result.evidence, matches, patches).model_dump_json(indent=2))
+    else:
+        _print_explanation(result, top, passthrough, patches)
+    if result.traceback is None:
+        return OK if passthrough else NO_TRACEBACK
+    return OK if result.matches else NO_MATCH
+
+
+def local_patches(result: Explanation) -> list[Patch]:
+    """The best match's patch when the traceback's own files are here; LibCST loads only then."""
+    from fixer.patching import registry
+    from fixer.patching.targets import user_files
+
+    if result.traceback is None or not result.matches:
+        return []
+    codemod = result.matches[0].entry.fix.codemod
+    if codemod not in registry.CODEMODS or not user_files(result.traceback):
+        return []
+    from fixer.patching.plan import propose
+
+    return propose(result.traceback, result.matches[0])
+
+
+def _print_explanation(result: Explanation, top: int, passthrough: bool, patches: list[Patch]) -> None:
+    from fixer import render
+
+    out = render.console()
+    if passthrough:
+        out.rule("fixer")
+    if result.traceback is None:
+        if not passthrough:
+            print("fixer: no traceback or known error message found in the input", file=sys.stderr)
+        return
+    if not result.matches:
+        out.print(render.error_header(result.traceback))
+        reason = (
+            "the two sides differ only in dtype, not device: this is not a device-placement error"
+            if result.evidence is not None and result.evidence.dtype_only
+            else "no KB entry matches this error"
+        )
+        out.print(f"fixer: {reason}.")
+        return
+    out.print(render.explanation(result, top))
+    for patch in patches:
+        out.print(render.patch_view(patch))
+    if patches:
+        out.print("[dim]Apply with: fixer patch --apply (it asks first; only safe patches unless --unsafe)[/dim]")

@@ -1,0 +1,110 @@
+"""`fixer kb ...`: the maintainers' commands (schema, lint, stats, accuracy on a corpus)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from fixer.cli.common import NO_MATCH, OK, CliError, catalog, progress
+
+
+def schema(output: str | None) -> int:
+    from fixer.schema import Entry
+
+    text = json.dumps(Entry.model_json_schema(), indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return OK
+    try:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}") from None
+    print(f"wrote {output}", file=sys.stderr)
+    return OK
+
+
+def lint(kb_dir: str | None, *, as_json: bool) -> int:
+    from fixer.catalog import default_root
+    from fixer.lint import entry_stats, lint
+
+    root = Path(kb_dir) if kb_dir else default_root()
+    if not root.is_dir():
+        raise CliError(f"no knowledge base at {root}")
+    entries, problems = lint(root)
+    stats = [entry_stats(e) for e in entries]
+    if as_json:
+        print(
+            json.dumps(
+                {"entries": [vars(s) for s in stats], "problems": [vars(p) for p in problems]},
+                indent=2,
+            )
+        )
+    else:
+        for entry in stats:
+            print(f"{entry.id}: {entry.examples} example(s), repro verified on {entry.repro}")
+        for problem in problems:
+            print(problem)
+        print(f"{len(entries)} entries, {len(problems)} problem(s)")
+    return NO_MATCH if problems else OK
+
+
+def stats(*, as_json: bool) -> int:
+    from collections import Counter
+
+    from fixer.lint import entry_stats
+
+    stats = [entry_stats(e) for e in sorted(catalog(), key=lambda e: e.id)]
+    repro = Counter(s.repro for s in stats)
+    totals = {
+        "entries": len(stats),
+        "examples": sum(s.examples for s in stats),
+        "entries_with_examples": sum(s.examples > 0 for s in stats),
+        "repro": {kind: repro.get(kind, 0) for kind in ("cpu", "cuda-only", "none")},
+    }
+    if as_json:
+        print(json.dumps({"entries": [vars(s) for s in stats], "totals": totals}, indent=2))
+        return OK
+    from fixer import render
+
+    render.console().print(render.stats_table(stats))
+    print(
+        f"{totals['entries']} entries, {totals['examples']} cited examples; repro verified on cpu: "
+        f"{repro['cpu']}, cuda-only: {repro['cuda-only']}, none: {repro['none']}"
+    )
+    return OK
+
+
+def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
+    import yaml
+
+    from fixer.evaluate import evaluate, load_corpus
+    from fixer.match import Matcher
+
+    try:
+        items = load_corpus(Path(corpus))
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+        raise CliError(f"cannot read the corpus {corpus}: {exc}".splitlines()[0]) from None
+    matcher = Matcher(catalog())
+    with progress(len(items), "scoring the corpus") as advance:
+
+        def rank(text: str) -> list[str]:
+            advance()
+            return [m.id for m in matcher.explain(text).matches]
+
+        score = evaluate(rank, items)
+    if as_json:
+        per_entry = {
+            k: {"n": t.n, "top1": t.top1_rate, "top3": t.top3_rate} for k, t in sorted(score.per_entry.items())
+        }
+        overall = {"n": score.overall.n, "top1": score.overall.top1_rate, "top3": score.overall.top3_rate}
+        print(json.dumps({"overall": overall, "per_entry": per_entry}, indent=2))
+        return OK
+    from fixer import render
+
+    render.console().print(render.accuracy_table(score))
+    if misses:
+        for item_id, expect, got in score.misses:
+            print(f"miss {item_id}: want {list(expect)}, got {got}")
+    return OK

@@ -1,0 +1,133 @@
+"""The argument parser: every command, its options and its --help text, in one place."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from fixer import __version__
+from fixer.cli.common import CliError
+
+DEFAULT_EXAMPLE = "optimizer-state-after-resume"
+
+EPILOG = """\
+exit codes: 0 matched / success, 1 no KB entry matches (patch: no automatic patch;
+lint: problems found), 2 bad usage or unreadable input, 3 no traceback found in the input,
+4 patch not applied (declined, unsafe without --unsafe, or the file changed).
+
+Plain `fixer` with piped input passes the text through live and explains the last
+traceback:  python train.py 2>&1 | fixer
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse's default prints usage; one line is kinder
+        raise CliError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="fixer",
+        description="Explain and fix PyTorch device-placement errors.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"fixer {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    explain = commands.add_parser(
+        "explain",
+        help="explain a traceback (file, '-' for stdin, or paste it)",
+        description="Find the traceback in FILE (or stdin) and rank its likely causes from the KB.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    explain.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback; '-' is stdin")
+    explain.add_argument("--top", type=_positive, default=3, metavar="N", help="candidates to show (default 3)")
+    explain.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+    explain.add_argument(
+        "--example",
+        nargs="?",
+        const=DEFAULT_EXAMPLE,
+        metavar="ID",
+        help=f"explain a real example traceback from the KB (default: {DEFAULT_EXAMPLE})",
+    )
+
+    patch = commands.add_parser(
+        "patch",
+        help="propose (or apply) a patch to your code for a traceback",
+        description="Find the traceback in FILE (or stdin), take the most likely cause, and show the "
+        "unified diff its fix makes to your own files named in the traceback. Nothing is written "
+        "without --apply and your consent.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    patch.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback; '-' is stdin")
+    patch.add_argument("--apply", action="store_true", help="write the patch after asking (see --yes)")
+    patch.add_argument("--yes", action="store_true", help="with --apply: do not ask")
+    patch.add_argument("--unsafe", action="store_true", help="with --apply: also write unsafe patches")
+    patch.add_argument("--entry", metavar="ID", help="use this KB entry's fix instead of the best match")
+    patch.add_argument("--json", action="store_true", help="the patches as JSON")
+
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="check this machine (and a checkpoint) to confirm or rule out causes",
+        description="Run the environment probe (torch build, devices, ranks, libraries) in a child process, "
+        "read a checkpoint's saved devices without loading it, and re-rank a traceback's causes with what "
+        "they confirm or rule out. Runs no code of yours.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diagnose.add_argument("--traceback", metavar="FILE", help="a log or traceback to re-rank ('-' is stdin)")
+    diagnose.add_argument("--checkpoint", metavar="PATH", help="a torch.save file to inspect (never loaded)")
+    diagnose.add_argument("--json", action="store_true", help="findings and matches as JSON")
+
+    run = commands.add_parser(
+        "run",
+        help="run your script and explain a device error from inside it",
+        description="Run SCRIPT with ARGS unchanged (as `python SCRIPT ARGS` would), watching which module "
+        "is running. If a device error escapes, say which module failed and where its tensors and inputs "
+        "were, then explain it and propose the patch. Exits with the script's own exit code.",
+    )
+    run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
+
+    show = commands.add_parser("show", help="show a KB entry", description="Show one KB entry in full.")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--json", action="store_true", help="the entry as JSON")
+
+    listing = commands.add_parser("list", help="list KB entries", description="List the KB entries.")
+    listing.add_argument("--json", action="store_true", help="ids and titles as JSON")
+
+    kb = commands.add_parser("kb", help="maintain the knowledge base", description="Maintain the KB.")
+    kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", parser_class=_Parser)
+    schema = kb_commands.add_parser(
+        "schema", help="write the entry JSON Schema", description="Write the JSON Schema of a KB entry."
+    )
+    schema.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
+    lint = kb_commands.add_parser("lint", help="check every entry", description="Check the KB; exits 1 on any problem.")
+    lint.add_argument("--kb", metavar="DIR", help="KB directory (default: the installed KB)")
+    lint.add_argument("--json", action="store_true", help="problems as JSON")
+    stats = kb_commands.add_parser(
+        "stats", help="per-entry and total counts", description="Examples and repro verification per entry."
+    )
+    stats.add_argument("--json", action="store_true", help="the counts as JSON")
+    accuracy = kb_commands.add_parser(
+        "accuracy",
+        help="score the KB on a labelled corpus",
+        description="Top-1/top-3 of `fixer explain` on a YAML list of {id, traceback, expect} items.",
+    )
+    accuracy.add_argument("corpus", metavar="CORPUS", help="e.g. ../shared/corpus/dev_tracebacks.yaml")
+    accuracy.add_argument("--misses", action="store_true", help="list the items whose first match is wrong")
+    accuracy.add_argument("--json", action="store_true", help="the figures as JSON")
+    return parser
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return number

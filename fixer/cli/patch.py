@@ -1,0 +1,96 @@
+"""`fixer patch`: show the fix as a diff to the user's own files; write it only with consent."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from fixer.cli.common import NO_MATCH, NO_TRACEBACK, NOT_APPLIED, OK, CliError, catalog
+
+if TYPE_CHECKING:
+    from fixer.match import Match
+    from fixer.patching.plan import Patch
+
+
+def patch(text: str, args: argparse.Namespace) -> int:
+    from fixer.match import Matcher
+
+    matcher = Matcher(catalog())
+    result = matcher.explain(text)
+    if result.traceback is None:
+        raise CliError("no traceback or known error message found in the input", NO_TRACEBACK)
+    match = next((m for m in result.matches if m.id == args.entry), None) if args.entry else None
+    if args.entry and match is None:
+        entry = matcher.catalog.get(args.entry)
+        if entry is None:
+            raise CliError(f"no KB entry {args.entry!r}; `fixer list` shows the ids")
+        from fixer.match import Match
+
+        match = Match(entry=entry, score=0, reasons=())  # the user's choice, not a ranking
+    match = match or (result.matches[0] if result.matches else None)
+    if match is None:
+        raise CliError("no KB entry matches this error, so there is nothing to patch", NO_MATCH)
+    from fixer.patching.plan import propose
+
+    patches = propose(result.traceback, match)
+    if args.json:
+        from fixer.report import patch_out
+
+        print(json.dumps({"entry": match.id, "patches": [patch_out(p).model_dump() for p in patches]}, indent=2))
+    if not patches:
+        if not args.json:
+            _explain_no_patch(match)
+        return NO_MATCH
+    if not args.json:
+        from fixer import render
+
+        out = render.console()
+        for patch in patches:
+            out.print(render.patch_view(patch))
+    if not args.apply:
+        return OK
+    return _apply(patches, yes=args.yes, unsafe=args.unsafe)
+
+
+def _explain_no_patch(match: Match) -> None:
+    entry = match.entry
+    print(f"fixer: no automatic patch for {entry.id} in the files this traceback names here.")
+    print(f"To fix it by hand ({entry.fix.summary.rstrip('.')}):")
+    for number, step in enumerate(entry.fix.steps, 1):
+        print(f"  {number}. {' '.join(step.split())}")
+
+
+def _apply(patches: list[Patch], *, yes: bool, unsafe: bool) -> int:
+    from fixer.patching.apply import PatchError, apply
+
+    chosen = [p for p in patches if p.applicability == "safe" or unsafe]
+    skipped = len(patches) - len(chosen)
+    if skipped:
+        print(f"fixer: {skipped} unsafe patch(es) not applied; review them and pass --unsafe", file=sys.stderr)
+    if not chosen:
+        return NOT_APPLIED
+    if not yes and not _consent(chosen):
+        print("fixer: nothing written", file=sys.stderr)
+        return NOT_APPLIED
+    for patch in chosen:
+        try:
+            apply(patch)
+        except PatchError as exc:
+            print(f"fixer: {exc}", file=sys.stderr)
+            return NOT_APPLIED
+        print(f"fixer: patched {patch.path}", file=sys.stderr)
+    return OK if not skipped else NOT_APPLIED
+
+
+def _consent(patches: list[Patch]) -> bool:
+    """Ask on the terminal itself: stdin may be the piped traceback."""
+    names = ", ".join(str(p.path) for p in patches)
+    try:
+        with open("/dev/tty", "r+", encoding="utf-8") as tty:
+            tty.write(f"Apply {len(patches)} patch(es) to {names}? [y/N] ")
+            tty.flush()
+            return tty.readline().strip().lower() in {"y", "yes"}
+    except OSError:
+        raise CliError("no terminal to ask for consent; pass --yes to apply without asking", NOT_APPLIED) from None
