@@ -88,8 +88,18 @@ def _from_script(tb: TracebackType | None, script: str) -> TracebackType | None:
     return current or tb
 
 
-def run(script: str, args: Sequence[str]) -> tuple[int, str | None, Culprit | None]:
-    """Run the script as __main__; return its exit code, the traceback text if it failed, the culprit."""
+@dataclass(frozen=True)
+class Outcome:
+    """How the script ended; when it failed, what was seen while its frames were still alive."""
+
+    code: int
+    text: str | None = None
+    culprit: Culprit | None = None
+    findings: tuple[Finding, ...] = ()
+
+
+def run(script: str, args: Sequence[str]) -> Outcome:
+    """Run the script as __main__, as `python script.py args` would."""
     watch = _Watch()
     handles = (
         nn.modules.module.register_module_forward_pre_hook(watch.before),
@@ -102,12 +112,13 @@ def run(script: str, args: Sequence[str]) -> tuple[int, str | None, Culprit | No
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        return code, None, None
+        return Outcome(code)
     except BaseException as exc:  # the user's error: report it, never fixer's own traceback
         text = "".join(traceback.format_exception(type(exc), exc, _from_script(exc.__traceback__, script)))
-        return 1, text, watch.culprit()
+        culprit = watch.culprit()
+        return Outcome(1, text, culprit, tuple(culprit_findings(culprit)) if culprit else ())
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         for handle in handles:
             handle.remove()
-    return 0, None, None
+    return Outcome(0)

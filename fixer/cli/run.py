@@ -14,26 +14,25 @@ def run(script: str, script_args: list[str]) -> int:
         raise CliError(f"{script}: no such file")
     from fixer.runner import run
 
-    code, text, culprit = run(script, script_args)
-    if text is None:
-        return code
-    sys.stderr.write(text)
+    outcome = run(script, script_args)
+    if outcome.text is None:
+        return outcome.code
+    sys.stderr.write(outcome.text)
     from fixer import render
     from fixer.match import Matcher
 
     out = render.console(stderr=True)
-    if culprit is not None:
-        out.print(f"[bold]fixer:[/bold] the failing module was {culprit.describe()}")
-    result = Matcher(catalog()).explain(text)
-    if culprit is not None and result.matches:
+    if outcome.culprit is not None:
+        out.print(f"[bold]fixer:[/bold] the failing module was {outcome.culprit.describe()}")
+    result = Matcher(catalog()).explain(outcome.text)
+    if outcome.findings and result.matches:
         from dataclasses import replace
 
         from fixer.diagnose.rerank import rerank
-        from fixer.runner import culprit_findings
 
-        result = replace(result, matches=rerank(result.matches, culprit_findings(culprit)))
+        result = replace(result, matches=rerank(result.matches, list(outcome.findings)))
     if result.matches:
         out.print(render.explanation(result, top=3))
         for patch in local_patches(result):
             out.print(render.patch_view(patch))
-    return code
+    return outcome.code
