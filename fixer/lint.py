@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixer.catalog import Catalog, KBError, read_entry
+from fixer.diagnose.probes import PROBES
 from fixer.match import Matcher
 from fixer.patching import registry
 from fixer.repro import Verification, verification
@@ -72,6 +73,11 @@ def _cross_checks(entries: list[Entry]) -> list[Problem]:
         for related in entry.related:
             if related not in known:
                 problems.append(Problem(file, f"related entry {related!r} does not exist"))
+        problems.extend(
+            Problem(file, f"diagnostics names {probe!r}, which no probe in fixer/diagnose/probes.py is")
+            for probe in entry.diagnostics
+            if probe not in PROBES
+        )
         if entry.fix.before.strip() == entry.fix.after.strip():
             problems.append(Problem(file, "fix.before and fix.after are the same code"))
         if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():

@@ -7,6 +7,7 @@ import difflib
 from collections import defaultdict
 from collections.abc import Iterable
 
+from fixer.diagnose.probes import PROBES, how_to_run
 from fixer.schema import Entry
 
 _SAFETY = {
@@ -48,8 +49,8 @@ def entry_page(entry: Entry) -> str:
         "## Why it happens\n\n" + entry.cause.strip(),
     ]
     if entry.diagnostics:
-        probes = "\n".join(f"- `{probe}`" for probe in entry.diagnostics)
-        parts.append(f"## How to confirm\n\n`fixer diagnose` runs these probes on your machine:\n\n{probes}")
+        probes = "\n".join(f"- `{probe}`: {how_to_run(probe)}" for probe in entry.diagnostics if probe in PROBES)
+        parts.append(f"## How to confirm\n\nThese probes check it on your machine:\n\n{probes}")
     steps = "\n".join(f"{n}. {' '.join(step.split())}" for n, step in enumerate(fix.steps, 1))
     parts += [
         f"## How to fix\n\n{fix.summary.strip()}\n\n{steps}",

@@ -16,6 +16,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from fixer.diagnose.probes import PROBES, how_to_run
 from fixer.match import Explanation, Match
 from fixer.parse import Traceback
 from fixer.schema import Entry
@@ -154,7 +155,8 @@ def entry_page(entry: Entry) -> Group:
         _section("Why it happens", _prose(entry.cause)),
     ]
     if entry.diagnostics:
-        parts.append(_section("How to confirm", Text(", ".join(entry.diagnostics))))
+        probes = "\n".join(f"{probe}: {how_to_run(probe)}" for probe in entry.diagnostics if probe in PROBES)
+        parts.append(_section("How to confirm", Text(probes)))
     parts.append(fix_section(entry))
     examples = Text()
     for example in entry.examples:

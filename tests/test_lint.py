@@ -63,3 +63,13 @@ def test_lint_reports_unknown_related_ids(tmp_path):
     _edit(kb / "optimizer-state-after-resume.yaml", lambda d: d.update(related=["no-such-entry"]))
     _, problems = lint(kb)
     assert any("related entry 'no-such-entry' does not exist" in str(p) for p in problems)
+
+
+def test_lint_reports_unknown_probe_ids(tmp_path):
+    kb = _copy_kb(tmp_path)
+    probes = ["optimizer-state-devices", "gpu-vibes"]
+    _edit(kb / "optimizer-state-after-resume.yaml", lambda d: d.update(diagnostics=probes))
+    _, problems = lint(kb)
+    messages = [str(p) for p in problems]
+    assert any("'gpu-vibes', which no probe" in m for m in messages)
+    assert not any("optimizer-state-devices" in m for m in messages)

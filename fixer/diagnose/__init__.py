@@ -1,2 +1,4 @@
-"""Live diagnostics: probes that confirm or rule out a cause on the user's machine (issue in progress:
-the checkpoint probe is here; environment and object probes come next)."""
+"""Live diagnostics: probes that confirm or rule out a cause on the user's machine.
+
+`probes` names them all and imports nothing heavy; each probe module imports torch only when used.
+"""
