@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from fixer.diagnose.findings import Finding, Verdict
 
@@ -72,24 +72,30 @@ class _LocationUnpickler(pickle.Unpickler):
 
 def read_locations(path: Path) -> dict[str, Counter[str]]:
     """Saved tensors per top-level key ('model', 'optimizer.state', ...), counted by device."""
+    groups: dict[str, Counter[str]] = {}
+    for key, location in saved_tensors(path, str(path)):
+        groups.setdefault(_group(key), Counter())[location] += 1
+    return groups
+
+
+def saved_tensors(source: Path | IO[bytes], label: str) -> list[tuple[str, str]]:
+    """Every saved tensor as (key path, device): callers that match tensors by name, such as a state dict
+    nested in another archive, need the keys that `read_locations` folds into groups."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(source) as archive:
             names = [n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
             if not names:
-                raise CheckpointError(f"{path}: no data.pkl inside; not a torch.save archive")
+                raise CheckpointError(f"{label}: no data.pkl inside; not a torch.save archive")
             payload = archive.read(names[0])
     except zipfile.BadZipFile:
-        raise CheckpointError(f"{path}: not a zip archive (legacy torch.save format is not read)") from None
+        raise CheckpointError(f"{label}: not a zip archive (legacy torch.save format is not read)") from None
     except OSError as exc:
-        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise CheckpointError(f"{label}: cannot read ({exc.strerror or exc})") from None
     try:
         root = _LocationUnpickler(io.BytesIO(payload)).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
-        raise CheckpointError(f"{path}: cannot read its contents ({exc})") from None
-    groups: dict[str, Counter[str]] = {}
-    for key, saved in _walk(root, ""):
-        groups.setdefault(_group(key), Counter())[saved.location] += 1
-    return groups
+        raise CheckpointError(f"{label}: cannot read its contents ({exc})") from None
+    return [(key, saved.location) for key, saved in _walk(root, "")]
 
 
 def _walk(node: object, key: str) -> Iterator[tuple[str, Saved]]:
