@@ -51,7 +51,7 @@ def _dispatch(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "explain":
         text = explain.example_text(args.example) if args.example else read_input(args.file, passthrough=False)
-        return explain.explain_text(text, top=args.top, as_json=args.json, passthrough=False)
+        return explain.explain_text(text, top=args.top, as_json=args.json, passthrough=False, no_input=args.no_input)
     if args.command == "patch":
         from fixer.cli.patch import patch
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fixer.cli.common import NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
@@ -19,7 +20,8 @@ def example_text(entry_id: str) -> str:
     return entry.examples[0].traceback
 
 
-def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool) -> int:
+def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_input: bool = False) -> int:
+    from fixer import textio
     from fixer.match import Matcher
 
     if not text.strip():
@@ -27,6 +29,8 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool) -> in
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
     result = Matcher(catalog()).explain(text)
+    if not (as_json or passthrough or no_input) and textio.stdin_is_terminal() and sys.stderr.isatty():
+        result = _narrow(result)
     patches = local_patches(result)
     if as_json:
         from fixer.report import explain_out
@@ -38,6 +42,53 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool) -> in
     if result.traceback is None:
         return OK if passthrough else NO_TRACEBACK
     return OK if result.matches else NO_MATCH
+
+
+def _narrow(result: Explanation) -> Explanation:
+    """Let the person who ran the code settle what the text cannot; the questions go to stderr so
+    that stdout, perhaps a file, holds only the explanation."""
+    from fixer import narrow
+
+    prompt = _Prompt()
+    matches = narrow.interview(result.matches, prompt)
+    if prompt.started:
+        prompt.console.print()
+    return replace(result, matches=matches)
+
+
+_REPLIES: dict[str, bool | None] = {"y": True, "yes": True, "n": False, "no": False, "": None, "?": None}
+
+
+class _Prompt:
+    """One question at a time on stderr, read from stdin; Ctrl-D or Ctrl-C ends the questions (not
+    the command), so the explanation still shows what the answers so far have settled."""
+
+    def __init__(self) -> None:
+        from fixer import render
+
+        self.console = render.console(stderr=True)
+        self.started = False
+
+    def __call__(self, question: str) -> bool | None:
+        from rich.text import Text
+
+        if not self.started:
+            self.console.print(
+                "A few questions narrow the cause (y/n; Enter: don't know; Ctrl-D: stop asking)",
+                style="bold",
+                markup=False,
+            )
+            self.started = True
+        prompt = Text.assemble(("? ", "bold cyan"), question, (" [y/n/?] ", "dim"))
+        while True:
+            try:
+                reply = self.console.input(prompt).strip().lower()
+            except (EOFError, KeyboardInterrupt):
+                self.console.print()
+                raise EOFError from None
+            if reply in _REPLIES:
+                return _REPLIES[reply]
+            prompt = Text("  y, n, or Enter if you don't know: ", style="dim")
 
 
 def local_patches(result: Explanation) -> list[Patch]:

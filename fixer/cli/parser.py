@@ -46,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--top", type=_positive, default=3, metavar="N", help="candidates to show (default 3)")
     explain.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     explain.add_argument(
+        "--no-input",
+        action="store_true",
+        help="never ask follow-up questions (asked only when stdin and stderr are terminals, never with --json)",
+    )
+    explain.add_argument(
         "--example",
         nargs="?",
         const=DEFAULT_EXAMPLE,
