@@ -211,12 +211,17 @@ _VERDICT_STYLE = {"confirms": "green", "rules-out": "red", "could-not-check": "y
 
 
 def findings_view(findings: list[Finding]) -> Table:
+    """Verdicts first: what a probe settled matters more than what it merely saw."""
     table = Table(box=None, header_style="bold")
-    for column in ("probe", "verdict", "entries", "what it saw"):
-        table.add_column(column)
-    for finding in findings:
+    for column in ("probe", "verdict", "what it saw"):
+        table.add_column(column, no_wrap=column != "what it saw")
+    order = {"confirms": 0, "rules-out": 1, "could-not-check": 2, "info": 3}
+    for finding in sorted(findings, key=lambda f: order[f.verdict]):
         verdict = Text(finding.verdict, style=_VERDICT_STYLE[finding.verdict])
-        table.add_row(finding.probe, verdict, ", ".join(finding.entries), finding.summary)
+        saw = Text(finding.summary)
+        if finding.entries:
+            saw.append(f"\n→ {', '.join(finding.entries)}", style="dim")
+        table.add_row(finding.probe, verdict, saw)
     return table
 
 

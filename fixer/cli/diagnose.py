@@ -5,44 +5,124 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from fixer.cli.common import OK, catalog, read_input, status
+from fixer.cli.common import OK, CliError, catalog, read_input, status
 
 if TYPE_CHECKING:
-    from fixer.match import Match
+    from fixer.diagnose.findings import Finding
+    from fixer.match import Explanation, Match
+    from fixer.parse import Traceback
+
+TOP = 3
 
 
 def diagnose(args: argparse.Namespace) -> int:
-    from fixer.diagnose.checkpoint import checkpoint_findings
-    from fixer.diagnose.environment import probe_environment
+    from fixer.diagnose.environment import environment_findings, read_machine
     from fixer.diagnose.rerank import rerank
 
+    for flag, path in (("--checkpoint", args.checkpoint), ("--exported", args.exported)):
+        if path and not Path(path).is_file():
+            raise CliError(f"{flag} {path}: no such file")
     text = read_input(args.traceback, passthrough=False) if args.traceback else None
+    result = _explain(text) if text is not None else None
+    evidence = result.evidence if result is not None else None
     with status("checking this machine (importing torch in a child process)"):
-        findings = probe_environment()
-    env = findings[0].facts if findings and findings[0].probe == "env" else None
-    if args.checkpoint:
-        findings += checkpoint_findings(Path(args.checkpoint), env)
-    matches: list[Match] = []
-    if text is not None:
-        from fixer.match import Matcher
+        facts = read_machine()
+    if isinstance(facts, str):
+        from fixer.diagnose.findings import Finding
 
-        result = Matcher(catalog()).explain(text)
-        matches = rerank(result.matches, findings)
-    if args.json:
-        from fixer.report import match_out
-
-        payload = {
-            "findings": [vars(f) for f in findings],
-            "matches": [match_out(m).model_dump() for m in matches[:3]],
-        }
-        print(json.dumps(payload, indent=2, default=list))
+        findings = [Finding("env-torch-build", "could-not-check", facts)]
+        facts = {}
     else:
-        from fixer import render
+        findings = environment_findings(facts, evidence)
+    if args.checkpoint:
+        from fixer.diagnose.checkpoint import checkpoint_findings
 
-        out = render.console()
-        out.print(render.findings_view(findings))
-        if matches:
-            out.print(render.candidates(matches[:3]))
+        findings += checkpoint_findings(Path(args.checkpoint), facts or None)
+    if args.exported:
+        from fixer.diagnose.exported import exported_findings
+
+        with status("reading the exported program"):
+            findings += exported_findings(Path(args.exported), facts or None)
+    matches: list[Match] = []
+    if result is not None and result.traceback is not None:
+        findings += _traceback_probes(result.traceback, result.matches[:TOP])
+        matches = rerank(result.matches, findings)
+    unchecked = _unchecked(matches[:TOP], findings, args)
+    shown = matches[:TOP]
+    if args.json:
+        print(json.dumps(_json(findings, shown, unchecked, redact=args.redact), indent=2, default=str))
+    elif args.markdown:
+        from fixer.issue_report import issue_markdown
+
+        block = issue_markdown(findings, shown, text.strip() if text else None)
+        print(_redacted(block) if args.redact else block, end="")
+    else:
+        _print(findings, shown, unchecked)
     return OK
+
+
+def _explain(text: str) -> Explanation:
+    from fixer.match import Matcher
+
+    return Matcher(catalog()).explain(text)
+
+
+def _traceback_probes(tb: Traceback, matches: list[Match]) -> list[Finding]:
+    """The source probes the leading candidates name, on the user's files the traceback points to."""
+    from fixer.diagnose import user_code
+
+    wanted = {probe for match in matches for probe in match.entry.diagnostics}
+    findings: list[Finding] = []
+    if "user-frame-tensor-factories" in wanted:
+        findings += user_code.factory_findings(tb)
+    if "user-frame-module-constructors" in wanted:
+        findings += user_code.constructor_findings(tb)
+    return findings
+
+
+def _unchecked(matches: list[Match], findings: list[Finding], args: argparse.Namespace) -> dict[str, str]:
+    """The leading candidates' probes that did not run here, and the command that runs each."""
+    from fixer.diagnose.probes import PROBES, RUNS_IN
+
+    ran = {f.probe for f in findings}
+    skipped: dict[str, str] = {}
+    for match in matches:
+        for probe_id in match.entry.diagnostics:
+            probe = PROBES.get(probe_id)
+            if probe is not None and probe_id not in ran and probe_id not in skipped:
+                skipped[probe_id] = f"{probe.looks_at}: {RUNS_IN[probe.where]}"
+    return skipped
+
+
+def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, str], *, redact: bool) -> Any:
+    from fixer.report import match_out
+
+    payload = {
+        "findings": [vars(f) for f in findings],
+        "matches": [match_out(m).model_dump() for m in matches],
+        "not_checked": unchecked,
+    }
+    if not redact:
+        return payload
+    return json.loads(_redacted(json.dumps(payload, default=str)))
+
+
+def _redacted(text: str) -> str:
+    from fixer.redact import redact
+
+    return redact(text)
+
+
+def _print(findings: list[Finding], matches: list[Match], unchecked: dict[str, str]) -> None:
+    from fixer import render
+
+    out = render.console()
+    out.print(render.findings_view(findings))
+    if matches:
+        out.print(render.candidates(matches))
+    if unchecked:
+        out.print("\n[bold]Not checked here[/bold] (these probes need your running code or a file):")
+        for probe_id, how in unchecked.items():
+            out.print(f"  {probe_id}: {how}")

@@ -76,16 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     diagnose = commands.add_parser(
         "diagnose",
-        help="check this machine (and a checkpoint) to confirm or rule out causes",
-        description="Run the environment probe (torch build, devices, ranks, libraries) in a child process, "
-        "read a checkpoint's saved devices without loading it, and re-rank a traceback's causes with what "
-        "they confirm or rule out. Runs no code of yours.",
+        help="check this machine (and a checkpoint or exported program) to confirm or rule out causes",
+        description="Run the environment probes (torch build, devices, ranks, libraries) in a child process, "
+        "read your files the traceback names, a checkpoint's saved devices or an exported program's graph "
+        "without loading or running them, and re-rank a traceback's causes with what they confirm or rule "
+        "out. Runs no code of yours; `fixer run` is the command that does.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     diagnose.add_argument("--traceback", metavar="FILE", help="a log or traceback to re-rank ('-' is stdin)")
     diagnose.add_argument("--checkpoint", metavar="PATH", help="a torch.save file to inspect (never loaded)")
-    diagnose.add_argument("--json", action="store_true", help="findings and matches as JSON")
+    diagnose.add_argument("--exported", metavar="PATH", help="a torch.export .pt2 file to inspect (never run)")
+    output = diagnose.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="findings and matches as JSON")
+    output.add_argument("--markdown", action="store_true", help="a <details> block to paste into an issue")
+    diagnose.add_argument("--redact", action="store_true", help="show paths as HOME: and SITE-PACKAGES:")
 
     run = commands.add_parser(
         "run",

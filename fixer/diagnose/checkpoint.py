@@ -89,6 +89,8 @@ def saved_tensors(source: Path | IO[bytes], label: str) -> list[tuple[str, str]]
             payload = archive.read(names[0])
     except zipfile.BadZipFile:
         raise CheckpointError(f"{label}: not a zip archive (legacy torch.save format is not read)") from None
+    except NotImplementedError as exc:  # zipfile's word for an encrypted member or a newer zip version
+        raise CheckpointError(f"{label}: an archive this reader cannot open ({exc})") from None
     except OSError as exc:
         raise CheckpointError(f"{label}: cannot read ({exc.strerror or exc})") from None
     try:

@@ -1,24 +1,28 @@
-"""The `env` probe: torch build, devices, ranks and the libraries that place tensors.
+"""The machine probes: torch build, devices, ranks and the libraries that place tensors.
 
-It runs in a child interpreter with a time limit, because importing torch or initialising CUDA can
-hang on a broken driver; a probe must answer "could not check", never hang or raise.
+The facts are read in a child interpreter with a time limit, because importing torch or
+initialising CUDA can hang on a broken driver; a probe must answer "could not check", never hang or
+raise. Turning facts into verdicts is a pure function, so it can be checked against any machine.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from typing import Any
 
-from fixer.diagnose.findings import Finding
+from fixer.diagnose.findings import Finding, Verdict
+from fixer.evidence import Evidence
 
 TIMEOUT_S = 60
 _LIBRARIES = ("keras", "lightning", "pytorch_lightning", "accelerate", "bitsandbytes", "transformers", "peft",
               "deepspeed")  # fmt: skip
+_ENV = ("CUDA_VISIBLE_DEVICES", "LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "KERAS_BACKEND", "KERAS_HOME")
 _SCRIPT = r"""
 import importlib.metadata as md, json, os
-facts = {"env": {k: os.environ.get(k) for k in
-         ("CUDA_VISIBLE_DEVICES", "LOCAL_RANK", "RANK", "WORLD_SIZE", "KERAS_BACKEND")}}
+facts = {"env": {k: os.environ.get(k) for k in ENV}}
 versions = {}
 for name in LIBRARIES:
     try:
@@ -26,6 +30,12 @@ for name in LIBRARIES:
     except md.PackageNotFoundError:
         pass
 facts["libraries"] = versions
+try:  # Keras 3 reads its backend from KERAS_BACKEND, else from this file; importing keras is slow
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    with open(os.path.join(home, "keras.json")) as config:
+        facts["keras_config_backend"] = json.load(config).get("backend")
+except (OSError, ValueError, AttributeError):
+    facts["keras_config_backend"] = None
 try:
     import torch
 except Exception as exc:
@@ -38,36 +48,163 @@ else:
     facts["cuda_available"] = torch.cuda.is_available()
     facts["device_count"] = torch.cuda.device_count() if facts["cuda_available"] else 0
     facts["devices"] = [torch.cuda.get_device_name(i) for i in range(facts["device_count"])]
+    facts["current_device"] = torch.cuda.current_device() if facts["cuda_available"] else None
+    facts["driver"] = torch._C._cuda_getDriverVersion() if facts["cuda_available"] else None
     facts["mps_available"] = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
     getter = getattr(torch, "get_default_device", None)
     facts["default_device"] = str(getter()) if getter else None
 print(json.dumps(facts))
 """
+# "cuda:2", "CUDA device 2" (torch.load), "device_ids[0]" is not an ordinal of the machine
+_ORDINAL = re.compile(r"\bcuda:(\d+)|\bCUDA device (\d+)\b")
+_ORDINAL_ENTRIES = ("hardcoded-device-ordinal", "torch-load-missing-ordinal", "more-ranks-than-gpus")
+_MULTI_GPU_ENTRIES = ("dataparallel-params-not-on-device0", "keras-torch-dataparallel")
+_ACCELERATE_ENTRIES = ("accelerate-hooks-conflict", "accelerate-offloaded-model-moved", "device-map-auto-split")
 
 
-def probe_environment(timeout: float = TIMEOUT_S) -> list[Finding]:
-    script = _SCRIPT.replace("LIBRARIES", repr(_LIBRARIES))
+def read_machine(timeout: float = TIMEOUT_S) -> dict[str, Any] | str:
+    """The machine's facts, or why they could not be read."""
+    script = _SCRIPT.replace("LIBRARIES", repr(_LIBRARIES)).replace("ENV", repr(_ENV))
     try:
         done = subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, check=False
         )
-        facts = json.loads(done.stdout.strip().splitlines()[-1])
+        facts: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
-        return [Finding("env", "could-not-check", f"importing torch took longer than {timeout:.0f} s")]
+        return f"importing torch took longer than {timeout:.0f} s"
     except (IndexError, json.JSONDecodeError):
-        return [Finding("env", "could-not-check", "the environment probe printed nothing usable")]
+        return "the environment probe printed nothing usable"
+    return facts
+
+
+def probe_environment(evidence: Evidence | None = None, timeout: float = TIMEOUT_S) -> list[Finding]:
+    facts = read_machine(timeout)
+    if isinstance(facts, str):
+        return [Finding("env-torch-build", "could-not-check", facts)]
+    return environment_findings(facts, evidence)
+
+
+def environment_findings(facts: dict[str, Any], evidence: Evidence | None = None) -> list[Finding]:
+    """Verdicts from the machine's facts, sharpened by what the traceback names when there is one."""
     if not facts.get("torch"):
-        return [Finding("env", "could-not-check", f"torch does not import: {facts.get('torch_error')}", facts=facts)]
-    count = facts["device_count"]
-    build = f"CUDA {facts['cuda_build']}" if facts["cuda_build"] else ("ROCm" if facts["hip_build"] else "CPU-only")
-    findings = [Finding("env", "info", f"torch {facts['torch']} ({build}); {count} CUDA device(s) usable", facts=facts)]
-    cpu_only = not facts["cuda_build"] and not facts["hip_build"]
-    findings.append(
-        Finding(
-            "env-torch-build",
-            "confirms" if cpu_only else "rules-out",
-            "this PyTorch build has no CUDA support" if cpu_only else f"this PyTorch build supports {build}",
-            entries=("torch-not-compiled-with-cuda",),
-        )
-    )
+        why = f"torch does not import: {facts.get('torch_error')}"
+        return [Finding("env-torch-build", "could-not-check", why, facts=facts)]
+    count = int(facts.get("device_count") or 0)
+    build = "CPU-only"
+    if facts.get("cuda_build") or facts.get("hip_build"):
+        build = f"CUDA {facts['cuda_build']}" if facts.get("cuda_build") else f"ROCm {facts['hip_build']}"
+    ordinals = sorted(_ordinals(evidence))
+    return [
+        Finding("env-torch-build", "info", f"torch {facts['torch']} ({build}); {count} GPU(s) usable", facts=facts),
+        *_torch_build(facts, build),
+        *_cuda(facts, count, ordinals),
+        *_visible_devices(facts, ordinals),
+        *_distributed(facts, count),
+        *_mps(facts),
+        *_libraries(facts),
+        *_keras(facts),
+    ]
+
+
+def _ordinals(evidence: Evidence | None) -> set[int]:
+    if evidence is None:
+        return set()
+    text = "\n".join((*evidence.messages, *evidence.devices))
+    return {int(a or b) for a, b in _ORDINAL.findall(text)}
+
+
+def _torch_build(facts: dict[str, Any], build: str) -> list[Finding]:
+    cpu_only = not facts.get("cuda_build") and not facts.get("hip_build")
+    why = "this PyTorch build has no CUDA support" if cpu_only else f"this PyTorch build supports {build}"
+    return [Finding("env-torch-build", "confirms" if cpu_only else "rules-out", why, ("torch-not-compiled-with-cuda",))]
+
+
+def _cuda(facts: dict[str, Any], count: int, ordinals: list[int]) -> list[Finding]:
+    if not facts.get("cuda_available"):
+        return [
+            Finding(
+                "env-cuda",
+                "confirms",
+                "CUDA is not usable here, so tensors saved on a GPU cannot be loaded back onto one",
+                ("torch-load-without-map-location",),
+                {"cuda_available": False},
+            )
+        ]
+    names = ", ".join(facts.get("devices") or [])
+    findings = [Finding("env-cuda", "info", f"{count} GPU(s): {names}", facts={"devices": facts.get("devices")})]
+    if ordinals and max(ordinals) >= count:
+        why = f"the error names GPU {max(ordinals)} but torch sees {count} GPU(s) here, numbered from 0"
+        findings.append(Finding("env-cuda", "confirms", why, _ORDINAL_ENTRIES))
+    elif ordinals:
+        why = f"every GPU the error names exists here (torch sees {count})"
+        findings.append(Finding("env-cuda", "rules-out", why, _ORDINAL_ENTRIES[:2]))
+    if count < 2:
+        why = "with fewer than two GPUs DataParallel runs the model as it is and never makes this check"
+        findings.append(Finding("env-cuda", "rules-out", why, _MULTI_GPU_ENTRIES))
     return findings
+
+
+def _visible_devices(facts: dict[str, Any], ordinals: list[int]) -> list[Finding]:
+    value = facts["env"].get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return [Finding("env-visible-devices", "info", "CUDA_VISIBLE_DEVICES is not set: every GPU is visible")]
+    visible = [part for part in value.split(",") if part.strip()]
+    findings = [
+        Finding(
+            "env-visible-devices",
+            "info",
+            f"CUDA_VISIBLE_DEVICES={value}: this process sees {len(visible)} GPU(s), renumbered from cuda:0",
+            facts={"CUDA_VISIBLE_DEVICES": value},
+        )
+    ]
+    if ordinals and max(ordinals) >= len(visible):
+        why = f"CUDA_VISIBLE_DEVICES={value} leaves no GPU {max(ordinals)}: the visible ones are cuda:0 upwards"
+        findings.append(Finding("env-visible-devices", "confirms", why, _ORDINAL_ENTRIES[:2]))
+    return findings
+
+
+def _distributed(facts: dict[str, Any], count: int) -> list[Finding]:
+    env = facts["env"]
+    ranks = {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE") if env.get(k) is not None}
+    if not ranks:
+        why = "no RANK/LOCAL_RANK/WORLD_SIZE here: run under your launcher (`torchrun ... -m fixer run`) to check ranks"
+        return [Finding("env-distributed", "info", why)]
+    shown = ", ".join(f"{k}={v}" for k, v in ranks.items())
+    findings = [Finding("env-distributed", "info", shown, facts=ranks)]
+    local = [int(v) for k in ("LOCAL_RANK", "LOCAL_WORLD_SIZE") if (v := ranks.get(k, "")).isdigit()]
+    if facts.get("cuda_available") and local:
+        needed = max(local[0] + 1, local[-1])
+        verdict: Verdict = "confirms" if needed > count else "rules-out"
+        why = f"this node's ranks need {needed} GPU(s) and torch sees {count}"
+        findings.append(Finding("env-distributed", verdict, why, ("more-ranks-than-gpus",)))
+    return findings
+
+
+def _mps(facts: dict[str, Any]) -> list[Finding]:
+    available = facts.get("mps_available")
+    return [Finding("env-mps", "info", f"Apple's MPS backend is {'available' if available else 'not available'}")]
+
+
+def _libraries(facts: dict[str, Any]) -> list[Finding]:
+    versions: dict[str, str] = facts.get("libraries") or {}
+    shown = ", ".join(f"{name} {version}" for name, version in versions.items()) or "none of the placement libraries"
+    findings = [Finding("env-libraries", "info", f"installed: {shown}", facts={"libraries": versions})]
+    if "accelerate" not in versions:
+        findings.append(Finding("env-libraries", "rules-out", "accelerate is not installed", _ACCELERATE_ENTRIES))
+    if "bitsandbytes" not in versions:
+        findings.append(
+            Finding("env-libraries", "rules-out", "bitsandbytes is not installed", ("bnb-quantized-model-to",))
+        )
+    return findings
+
+
+def _keras(facts: dict[str, Any]) -> list[Finding]:
+    version = (facts.get("libraries") or {}).get("keras")
+    entry = ("keras-torch-dataparallel",)
+    if version is None:
+        return [Finding("env-keras", "rules-out", "Keras is not installed", entry)]
+    backend = facts["env"].get("KERAS_BACKEND") or facts.get("keras_config_backend") or "tensorflow"
+    facts_seen = {"keras": version, "backend": backend}
+    if backend != "torch":
+        return [Finding("env-keras", "rules-out", f"Keras {version} runs on {backend}, not torch", entry, facts_seen)]
+    return [Finding("env-keras", "info", f"Keras {version} on the torch backend", facts=facts_seen)]

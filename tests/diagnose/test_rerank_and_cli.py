@@ -28,10 +28,10 @@ def test_confirmed_causes_move_up_and_ruled_out_ones_down(matcher):
 
 
 def test_environment_probe_reports_this_build():
-    env, build = probe_environment()
-    assert env.probe == "env" and env.facts["torch"]
+    summary, build = probe_environment()[:2]
+    assert summary.probe == "env-torch-build" and summary.verdict == "info" and summary.facts["torch"]
     assert build.entries == ("torch-not-compiled-with-cuda",)
-    expected = "confirms" if not env.facts["cuda_build"] and not env.facts["hip_build"] else "rules-out"
+    expected = "confirms" if not summary.facts["cuda_build"] and not summary.facts["hip_build"] else "rules-out"
     assert build.verdict == expected
 
 
@@ -47,5 +47,54 @@ def test_diagnose_command_json(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["findings"][0]["probe"] == "env"
+    assert out["findings"][0]["probe"] == "env-torch-build"
     assert out["matches"][0]["id"] in {"torch-load-missing-ordinal", "torch-load-without-map-location"}
+
+
+def _fixer(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fixer", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_diagnose_markdown_is_one_details_block_with_paths_redacted(tmp_path):
+    import torch
+
+    trace = tmp_path / "crash.log"
+    trace.write_text(f'  File "{torch.__file__}", line 1, in <module>\n{ORDINAL}\n')
+    done = _fixer("diagnose", "--traceback", str(trace), "--markdown", "--redact")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("<details><summary>fixer diagnose: most likely `torch-load-missing-ordinal`")
+    assert out.rstrip().endswith("</details>")
+    assert "| `env-torch-build` |" in out and "SITE-PACKAGES:/torch/__init__.py" in out
+    assert str(torch.__file__) not in out
+
+
+def test_diagnose_reads_an_exported_program(tmp_path):
+    import torch
+
+    class Shift(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + torch.arange(x.shape[-1], device=x.device)
+
+    program = tmp_path / "shift.pt2"
+    torch.export.save(torch.export.export(Shift(), (torch.zeros(3),)), program)
+    out = json.loads(_fixer("diagnose", "--exported", str(program), "--json").stdout)
+    exported = [f for f in out["findings"] if f["probe"] == "exported-program-devices"]
+    assert exported and "arange" in json.dumps(exported[0]["facts"])
+
+
+def test_diagnose_refuses_missing_files_and_two_output_formats(tmp_path):
+    missing = _fixer("diagnose", "--checkpoint", str(tmp_path / "nope.pt"))
+    assert missing.returncode == 2 and missing.stderr.startswith("fixer: --checkpoint")
+    assert "Traceback" not in missing.stderr
+    both = _fixer("diagnose", "--json", "--markdown")
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_diagnose_names_the_probes_it_could_not_run_here(tmp_path):
+    trace = tmp_path / "crash.log"
+    trace.write_text(ORDINAL + "\n")
+    out = json.loads(_fixer("diagnose", "--traceback", str(trace), "--json").stdout)
+    assert "--checkpoint PATH" in out["not_checked"]["checkpoint-devices"]

@@ -1,0 +1,98 @@
+"""The machine probes' verdicts, from this machine's real facts and the same facts on other machines.
+
+The facts come from the real child-process probe once; the GPU machines are that record with the
+device fields a GPU machine reports, since CI has no GPU to read them from.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fixer.diagnose.environment import environment_findings, read_machine
+from fixer.diagnose.probes import PROBES
+
+# https://github.com/ZQPei/deep_sort_pytorch/issues/51
+ORDINAL = (
+    "RuntimeError: Attempting to deserialize object on CUDA device 2 but torch.cuda.device_count() is 1. "
+    "Please use torch.load with map_location to map your storages to an existing device."
+)
+
+
+@pytest.fixture(scope="module")
+def here() -> dict:
+    facts = read_machine()
+    assert isinstance(facts, dict), facts
+    return facts
+
+
+def _gpus(facts: dict, count: int, **env: str) -> dict:
+    names = [f"NVIDIA H100 80GB HBM3 #{i}" for i in range(count)]
+    return {**facts, "cuda_build": "12.8", "cuda_available": True, "device_count": count, "devices": names,
+            "current_device": 0, "env": {**facts["env"], **env}}  # fmt: skip
+
+
+def _verdicts(findings: list, entry: str) -> set[str]:
+    return {f.verdict for f in findings if entry in f.entries}
+
+
+def test_every_finding_names_a_known_probe(here, matcher):
+    evidence = matcher.explain(ORDINAL).evidence
+    for facts in (here, _gpus(here, 1), _gpus(here, 4, CUDA_VISIBLE_DEVICES="1", LOCAL_RANK="3")):
+        assert {f.probe for f in environment_findings(facts, evidence)} <= set(PROBES)
+
+
+def test_this_machine_is_reported_as_it_is(here):
+    summary = environment_findings(here)[0]
+    assert summary.facts["torch"] == here["torch"]
+    assert f"{here['device_count']} GPU(s)" in summary.summary
+
+
+def test_an_ordinal_past_the_gpu_count_confirms_the_ordinal_causes(here, matcher):
+    evidence = matcher.explain(ORDINAL).evidence
+    one_gpu = environment_findings(_gpus(here, 1), evidence)
+    assert _verdicts(one_gpu, "torch-load-missing-ordinal") == {"confirms"}
+    four_gpus = environment_findings(_gpus(here, 4), evidence)
+    assert _verdicts(four_gpus, "torch-load-missing-ordinal") == {"rules-out"}
+
+
+def test_visible_devices_renumber_the_gpus(here, matcher):
+    evidence = matcher.explain(ORDINAL).evidence
+    findings = environment_findings(_gpus(here, 1, CUDA_VISIBLE_DEVICES="2"), evidence)
+    visible = [f for f in findings if f.probe == "env-visible-devices"]
+    assert visible[0].verdict == "info" and "sees 1 GPU(s)" in visible[0].summary
+    assert visible[1].verdict == "confirms" and "hardcoded-device-ordinal" in visible[1].entries
+
+
+def test_more_local_ranks_than_gpus(here):
+    crowded = environment_findings(_gpus(here, 2, LOCAL_RANK="3", LOCAL_WORLD_SIZE="4"))
+    assert _verdicts(crowded, "more-ranks-than-gpus") == {"confirms"}
+    fitting = environment_findings(_gpus(here, 4, LOCAL_RANK="3", LOCAL_WORLD_SIZE="4"))
+    assert _verdicts(fitting, "more-ranks-than-gpus") == {"rules-out"}
+
+
+def test_one_gpu_rules_out_the_dataparallel_checks(here):
+    findings = environment_findings(_gpus(here, 1))
+    assert _verdicts(findings, "dataparallel-params-not-on-device0") == {"rules-out"}
+    assert not _verdicts(environment_findings(_gpus(here, 2)), "dataparallel-params-not-on-device0")
+
+
+def test_missing_libraries_rule_out_their_entries(here):
+    without = {**here, "libraries": {}}
+    findings = environment_findings(without)
+    for entry in ("accelerate-hooks-conflict", "device-map-auto-split", "bnb-quantized-model-to"):
+        assert _verdicts(findings, entry) == {"rules-out"}
+    with_accelerate = environment_findings({**here, "libraries": {"accelerate": "1.10.0"}})
+    assert not _verdicts(with_accelerate, "accelerate-hooks-conflict")
+
+
+def test_keras_counts_only_on_the_torch_backend(here):
+    on_jax = {**here, "libraries": {"keras": "3.11.0"}, "env": {**here["env"], "KERAS_BACKEND": "jax"}}
+    assert _verdicts(environment_findings(on_jax), "keras-torch-dataparallel") == {"rules-out"}
+    on_torch = {**on_jax, "env": {**here["env"], "KERAS_BACKEND": "torch"}}
+    assert not _verdicts(environment_findings(on_torch), "keras-torch-dataparallel")
+
+
+def test_a_machine_without_torch_cannot_be_checked():
+    findings = environment_findings({"torch": None, "torch_error": "ModuleNotFoundError: No module named 'torch'"})
+    assert [f.verdict for f in findings] == ["could-not-check"]
+    assert "No module named 'torch'" in findings[0].summary
