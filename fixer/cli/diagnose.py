@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fixer.cli.common import OK, CliError, catalog, read_input, status
+from fixer.cli.explain import can_ask, narrowed
 
 if TYPE_CHECKING:
     from fixer.diagnose.findings import Finding
@@ -49,6 +50,8 @@ def diagnose(args: argparse.Namespace) -> int:
     if result is not None and result.traceback is not None:
         findings += _traceback_probes(result.traceback, result.matches[:TOP])
         matches = rerank(result.matches, findings)
+        if not (args.json or args.markdown) and can_ask(no_input=args.no_input):
+            matches = narrowed(matches)
     unchecked = _unchecked(matches[:TOP], findings, args)
     shown = matches[:TOP]
     if args.json:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from fixer.cli.common import NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
 
 if TYPE_CHECKING:
-    from fixer.match import Explanation
+    from fixer.match import Explanation, Match
     from fixer.patching.plan import Patch
 
 
@@ -21,7 +21,6 @@ def example_text(entry_id: str) -> str:
 
 
 def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_input: bool = False) -> int:
-    from fixer import textio
     from fixer.match import Matcher
 
     if not text.strip():
@@ -29,8 +28,8 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_in
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
     result = Matcher(catalog()).explain(text)
-    if not (as_json or passthrough or no_input) and textio.stdin_is_terminal() and sys.stderr.isatty():
-        result = _narrow(result)
+    if not (as_json or passthrough) and can_ask(no_input=no_input):
+        result = replace(result, matches=narrowed(result.matches))
     patches = local_patches(result)
     if as_json:
         from fixer.report import explain_out
@@ -44,16 +43,23 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_in
     return OK if result.matches else NO_MATCH
 
 
-def _narrow(result: Explanation) -> Explanation:
+def can_ask(*, no_input: bool) -> bool:
+    """A person at a terminal can answer; a pipe, a script or CI never gets a question."""
+    from fixer import textio
+
+    return not no_input and textio.stdin_is_terminal() and sys.stderr.isatty()
+
+
+def narrowed(matches: list[Match]) -> list[Match]:
     """Let the person who ran the code settle what the text cannot; the questions go to stderr so
     that stdout, perhaps a file, holds only the explanation."""
     from fixer import narrow
 
     prompt = _Prompt()
-    matches = narrow.interview(result.matches, prompt)
+    matches = narrow.interview(matches, prompt)
     if prompt.started:
         prompt.console.print()
-    return replace(result, matches=matches)
+    return matches
 
 
 _REPLIES: dict[str, bool | None] = {"y": True, "yes": True, "n": False, "no": False, "": None, "?": None}
