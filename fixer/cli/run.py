@@ -2,37 +2,111 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fixer.cli.common import CliError, catalog
 from fixer.cli.explain import local_patches
+
+if TYPE_CHECKING:
+    from rich.console import Group
+
+    from fixer.diagnose.findings import Finding
+    from fixer.match import Explanation, Matcher
+    from fixer.ranks import RankReport
+    from fixer.runner import Outcome
 
 
 def run(script: str, script_args: list[str]) -> int:
     if not Path(script).is_file():
         raise CliError(f"{script}: no such file")
+    from fixer import ranks
+
+    wait = None
+    if ranks.launched(os.environ):
+        try:
+            wait = ranks.timeout(os.environ)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     from fixer.runner import run
 
     outcome = run(script, script_args)
+    if outcome.text is not None:
+        sys.stderr.write(outcome.text)
+    if wait is not None:
+        return _report_ranks(outcome, wait)
     if outcome.text is None:
         return outcome.code
-    sys.stderr.write(outcome.text)
     from fixer import render
     from fixer.match import Matcher
 
     out = render.console(stderr=True)
     if outcome.culprit is not None:
         out.print(f"[bold]fixer:[/bold] the failing module was {outcome.culprit.describe()}")
-    result = Matcher(catalog()).explain(outcome.text)
-    if outcome.findings and result.matches:
-        from dataclasses import replace
+    result = _explained(Matcher(catalog()), outcome.text, outcome.findings)
+    if result.matches:
+        out.print(_explanation_view(result))
+    return outcome.code
 
+
+def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Explanation:
+    result = matcher.explain(text)
+    if findings and result.matches:
         from fixer.diagnose.rerank import rerank
 
-        result = replace(result, matches=rerank(result.matches, list(outcome.findings)))
-    if result.matches:
-        out.print(render.explanation(result, top=3))
-        for patch in local_patches(result):
-            out.print(render.patch_view(patch))
+        result = replace(result, matches=rerank(result.matches, list(findings)))
+    return result
+
+
+def _explanation_view(result: Explanation) -> Group:
+    from rich.console import Group
+
+    from fixer import render
+
+    return Group(render.explanation(result, top=3), *(render.patch_view(patch) for patch in local_patches(result)))
+
+
+def _report_ranks(outcome: Outcome, wait: timedelta) -> int:
+    """Every rank takes part, failed or not: rank 0 prints the job's report even when only another rank failed."""
+    from fixer import ranks, render
+    from fixer.match import Matcher
+
+    @cache
+    def matcher() -> Matcher:  # a rank that succeeded and explains nothing never loads the KB
+        return Matcher(catalog())
+
+    cause = None
+    if outcome.text is not None:
+        matches = _explained(matcher(), outcome.text, outcome.findings).matches
+        cause = matches[0].id if matches else None
+    report = ranks.local_report(outcome, cause, os.environ)
+
+    def explain(other: RankReport) -> Group | None:
+        assert other.text is not None  # combine explains failed ranks only
+        result = _explained(matcher(), other.text, other.findings)
+        return _explanation_view(result) if result.matches else None
+
+    out = render.console(stderr=True)
+    if not ranks.has_group():
+        reason = "no process group when the script ended, so each rank reports on its own"
+    else:
+        with ranks.gathered(report, wait) as reports:
+            if reports is not None:
+                if any(r.failed for r in reports):
+                    out.print(ranks.combine(reports, explain))
+                return outcome.code
+        reason = f"no answer from the other ranks within {wait.total_seconds():g} s (FIXER_RANK_TIMEOUT)"
+    if report.failed:
+        prefix = f"[rank {report.rank}] "
+        out.width = max(out.width - len(prefix), 40)
+        with out.capture() as captured:
+            out.print(f"[bold]fixer:[/bold] {reason}")
+            out.print(ranks.combine([report], explain))
+        sys.stderr.write(ranks.prefixed(captured.get(), report.rank))
     return outcome.code
