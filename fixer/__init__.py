@@ -3,6 +3,7 @@
 The Python API, for notebooks and training scripts:
 
     fixer.audit(model=model, optimizer=optimizer, batch=batch)   # findings, without running anything
+    fixer.audit(model=model, loss=criterion, loader=train_loader)
     fixer.install()                                              # explain device errors as they escape
     %load_ext fixer                                              # the same in IPython/Jupyter
 
@@ -19,11 +20,16 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def audit(model: Any = None, optimizer: Any = None, batch: Any = None) -> list[Finding]:
-    """Check where a model's parameters and buffers, its optimizer state and a batch live."""
+def audit(
+    model: Any = None, optimizer: Any = None, batch: Any = None, loss: Any = None, loader: Any = None
+) -> list[Finding]:
+    """Read where the objects' tensors really are, without running anything, so a notebook or a
+    training script gets an answer about this run rather than a guess from its log: the odd submodule,
+    plain attribute, optimizer state, batch or loss weight, and a DataLoader generator the default
+    device will refuse. Pass whichever objects you have."""
     from fixer.diagnose.objects import audit as run_audit
 
-    return run_audit(model=model, optimizer=optimizer, batch=batch)
+    return run_audit(model=model, optimizer=optimizer, batch=batch, loss=loss, loader=loader)
 
 
 def install() -> None:

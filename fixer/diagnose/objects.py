@@ -1,23 +1,49 @@
-"""Probes over live objects: a model, its optimizer, a batch. Called from `fixer.audit(...)`.
+"""Probes over live objects: a model, its optimizer, a batch, a loss, a DataLoader. Called from
+`fixer.audit(...)` and, on the objects found in the failing frames, from `fixer run`.
 
 They read devices and attributes only: no forward pass, no data copied, nothing moved. Each probe
-answers with findings (confirms / rules out / could not check); none raises.
+answers with findings (confirms / rules out / could not check); `audit` turns a probe that raises on
+an unusual object into a could-not-check finding, so one odd object never hides the other answers.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.data import RandomSampler, SubsetRandomSampler
 
 from fixer.diagnose.findings import Finding
 
 
 def _main_device(counts: Counter[str]) -> str | None:
     return counts.most_common(1)[0][0] if counts else None
+
+
+def _model_device(model: nn.Module) -> str | None:
+    """Where most of the model's elements are: the device its computation runs on."""
+    counts: Counter[str] = Counter()
+    for tensor in (*model.parameters(), *model.buffers()):
+        counts[str(tensor.device)] += tensor.numel()
+    return _main_device(counts)
+
+
+def default_device() -> torch.device | None:
+    """The device tensor factories use when given none.
+
+    `torch.get_default_device()` resolves "cuda" to an ordinal and so raises where CUDA is missing;
+    the setting itself is still worth reporting then, and torch keeps it in `torch.utils._device`.
+    """
+    try:
+        return torch.get_default_device()
+    except (AssertionError, RuntimeError):
+        from torch.utils import _device
+
+        return getattr(_device, "CURRENT_DEVICE", None)
 
 
 def _own_tensors(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
@@ -160,8 +186,7 @@ def batch_devices(batch: Any, model: nn.Module | None) -> list[Finding]:
     facts: dict[str, Any] = {"batch": dict(found)}
     if model is None:
         return [Finding("batch-devices", "info", f"the batch is on {', '.join(found)}", facts=facts)]
-    counts = Counter({str(t.device): t.numel() for t in model.parameters()})
-    main = _main_device(counts)
+    main = _model_device(model)
     facts["model"] = main
     if main is None or set(found) == {main}:
         return [
@@ -235,6 +260,107 @@ def library_state(model: nn.Module) -> list[Finding]:
     return findings
 
 
+def loss_devices(loss: nn.Module, model: nn.Module | None) -> list[Finding]:
+    """Class weights live in the loss object, usually built beside the model where `model.to()` never
+    reaches them."""
+    kind = type(loss).__name__
+    held = {name: str(t.device) for name, t in (*loss.named_parameters(), *loss.named_buffers())}
+    held |= {
+        name: str(value.device)
+        for name, value in vars(loss).items()
+        if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter)
+    }
+    entries = ("loss-weight-on-cpu",)
+    if not held:
+        return [Finding("loss-module-devices", "rules-out", f"the loss ({kind}) holds no tensor of its own", entries)]
+    listed = ", ".join(f"{name} on {device}" for name, device in held.items())
+    main = _model_device(model) if model is not None else None
+    facts: dict[str, Any] = {"loss": kind, "tensors": held, "model": main}
+    if main is None:
+        return [Finding("loss-module-devices", "info", f"the loss ({kind}) keeps {listed}", facts=facts)]
+    odd = {name: device for name, device in held.items() if device != main}
+    if odd:
+        shown = ", ".join(f"{name} on {device}" for name, device in odd.items())
+        return [
+            Finding(
+                "loss-module-devices",
+                "confirms",
+                f"the model is on {main} but the loss ({kind}) keeps its {shown}",
+                entries,
+                facts,
+            )
+        ]
+    return [
+        Finding("loss-module-devices", "rules-out", f"the loss ({kind}) keeps {listed}, with the model", entries, facts)
+    ]
+
+
+def loader_generator(loader: Any) -> list[Finding]:
+    """A random draw runs on the default device with the generator it is given; a generator from
+    another device is refused. RandomSampler makes a CPU one when given none."""
+    default = default_device()
+    entries = ("default-device-generator",)
+    if default is None:
+        return [Finding("dataloader-generator", "could-not-check", "the default device could not be read", entries)]
+    draws: dict[str, str] = {}  # each random draw the loader makes -> its generator's device
+    if isinstance(getattr(loader, "generator", None), torch.Generator):
+        draws["the loader's seed"] = str(loader.generator.device)
+    candidates = (getattr(loader, "sampler", loader), getattr(getattr(loader, "batch_sampler", None), "sampler", None))
+    for sampler in {id(s): s for s in candidates}.values():
+        generator = getattr(sampler, "generator", None)
+        if isinstance(sampler, RandomSampler) and generator is None:
+            draws["the RandomSampler's shuffle, with the CPU torch.Generator() it makes"] = "cpu"
+        elif isinstance(sampler, RandomSampler | SubsetRandomSampler) and isinstance(generator, torch.Generator):
+            draws[f"the {type(sampler).__name__}'s shuffle"] = str(generator.device)
+    facts: dict[str, Any] = {"default_device": str(default), "generators": draws}
+    clashes = {what: device for what, device in draws.items() if torch.device(device).type != default.type}
+    if clashes:
+        listed = "; ".join(f"{what} uses a generator on {device}" for what, device in clashes.items())
+        return [
+            Finding(
+                "dataloader-generator",
+                "confirms",
+                f"random draws run on the default device, {default}, but {listed}",
+                entries,
+                facts,
+            )
+        ]
+    why = (
+        f"the loader's random draws use generators on {default}, the default device"
+        if draws
+        else "the loader makes no random draw with a generator of its own"
+    )
+    return [Finding("dataloader-generator", "rules-out", why, entries, facts)]
+
+
+def fsdp_offload(model: nn.Module) -> list[Finding]:
+    """With parameter offload, FSDP keeps parameters on the CPU between uses: `model.device` says cpu."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")  # never imported means nothing here is FSDP
+    if fsdp is None:
+        return []
+    composable = getattr(fsdp, "FSDPModule", None)  # fully_shard's class, exported from torch 2.6
+    wrapped: dict[str, bool] = {}  # module path -> whether its parameters are offloaded
+    for path, module in model.named_modules():
+        if isinstance(module, fsdp.FullyShardedDataParallel):
+            wrapped[path or "<root>"] = bool(module.cpu_offload.offload_params)
+        elif composable is not None and isinstance(module, composable):
+            group = module._get_fsdp_state()._fsdp_param_group
+            if group is not None:
+                wrapped[path or "<root>"] = isinstance(group.offload_policy, fsdp.CPUOffloadPolicy)
+    if not wrapped:
+        return []
+    entries = ("fsdp-cpu-offload-device",)
+    offloaded = [path for path, on in wrapped.items() if on]
+    facts = {"offloaded": offloaded, "fsdp_modules": list(wrapped)}
+    if offloaded:
+        why = (
+            f"FSDP offloads parameters to the CPU ({', '.join(offloaded[:5])}): between forward and backward they "
+            "are on cpu, and so is every device read from them"
+        )
+        return [Finding("fsdp-offload-config", "confirms", why, entries, facts)]
+    return [Finding("fsdp-offload-config", "rules-out", "FSDP does not offload parameters here", entries, facts)]
+
+
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         yield value
@@ -246,14 +372,33 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
+def guarded(probe: str, run: Callable[[], list[Finding]]) -> list[Finding]:
+    """A probe meets whatever objects a user has; one that breaks on them says so instead of raising."""
+    try:
+        return run()
+    except Exception as error:
+        return [Finding(probe, "could-not-check", f"the probe failed: {type(error).__name__}: {error}")]
+
+
 def audit(
-    model: nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None, batch: Any = None
+    model: nn.Module | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    batch: Any = None,
+    loss: nn.Module | None = None,
+    loader: Any = None,
 ) -> list[Finding]:
     findings: list[Finding] = []
     if model is not None:
-        findings += model_devices(model) + unregistered_state(model) + library_state(model)
+        findings += guarded("module-devices", lambda: model_devices(model))
+        findings += guarded("module-plain-tensor-attributes", lambda: unregistered_state(model))
+        findings += guarded("accelerate-hooks", lambda: library_state(model))
+        findings += guarded("fsdp-offload-config", lambda: fsdp_offload(model))
     if optimizer is not None:
-        findings += optimizer_state(optimizer)
+        findings += guarded("optimizer-state-devices", lambda: optimizer_state(optimizer))
     if batch is not None:
-        findings += batch_devices(batch, model)
+        findings += guarded("batch-devices", lambda: batch_devices(batch, model))
+    if loss is not None:
+        findings += guarded("loss-module-devices", lambda: loss_devices(loss, model))
+    if loader is not None:
+        findings += guarded("dataloader-generator", lambda: loader_generator(loader))
     return findings

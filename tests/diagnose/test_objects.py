@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
 import fixer
+from fixer.diagnose.probes import PROBES
 
 META = torch.device("meta")  # the "accelerator"
 
 
 def verdicts(findings):
+    assert all(f.probe in PROBES for f in findings), [f.probe for f in findings]
     return {(f.verdict, e) for f in findings for e in f.entries}
 
 
@@ -73,6 +80,72 @@ def test_batch_against_model_tells_inputs_from_model():
     meta_batch = {k: v.to(META) for k, v in batch.items()}
     assert ("confirms", "model-not-moved") in verdicts(fixer.audit(model=Net(), batch=meta_batch))
     assert ("rules-out", "inputs-not-moved") in verdicts(fixer.audit(model=Net(), batch=batch))
+
+
+def test_loss_weights_built_on_the_cpu_beside_a_moved_model():
+    model = Net().to(META)
+    weighted = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0] * 5))  # class weights from label counts
+    found = fixer.audit(model=model, loss=weighted)
+    assert ("confirms", "loss-weight-on-cpu") in verdicts(found)
+    assert "the model is on meta but the loss (CrossEntropyLoss) keeps its weight on cpu" in [f.summary for f in found]
+    positive = nn.BCEWithLogitsLoss(pos_weight=torch.ones(10))
+    assert ("confirms", "loss-weight-on-cpu") in verdicts(fixer.audit(model=model, loss=positive))
+    assert ("rules-out", "loss-weight-on-cpu") in verdicts(fixer.audit(model=model, loss=weighted.to(META)))
+    assert ("rules-out", "loss-weight-on-cpu") in verdicts(fixer.audit(model=model, loss=nn.CrossEntropyLoss()))
+
+
+@pytest.fixture
+def default_meta() -> Iterator[None]:
+    previous = torch.get_default_device()
+    torch.set_default_device(META)
+    try:
+        yield
+    finally:
+        torch.set_default_device(None if previous.type == "cpu" else previous)
+
+
+DATA = TensorDataset(torch.arange(10.0))
+
+
+def test_a_shuffling_loader_under_a_global_default_device(default_meta: None):
+    found = fixer.audit(loader=DataLoader(DATA, shuffle=True))
+    assert verdicts(found) == {("confirms", "default-device-generator")}
+    assert found[0].facts["generators"] == {
+        "the RandomSampler's shuffle, with the CPU torch.Generator() it makes": "cpu"
+    }
+    seeded = DataLoader(DATA, generator=torch.Generator())  # no shuffle, but the seed is drawn with this generator
+    assert verdicts(fixer.audit(loader=seeded)) == {("confirms", "default-device-generator")}
+    assert verdicts(fixer.audit(loader=DataLoader(DATA))) == {("rules-out", "default-device-generator")}
+
+
+def test_a_shuffling_loader_without_a_default_device():
+    assert verdicts(fixer.audit(loader=DataLoader(DATA, shuffle=True))) == {("rules-out", "default-device-generator")}
+
+
+@pytest.fixture
+def gloo(tmp_path: Path) -> Iterator[None]:
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.filterwarnings("ignore:FSDP is switching to use `NO_SHARD`")
+def test_fsdp_parameter_offload_on_a_one_rank_cpu_group(gloo: None):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, fully_shard
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    cpu = torch.device("cpu")
+    offloaded = FSDP(Net(), cpu_offload=CPUOffload(offload_params=True), device_id=cpu)
+    assert ("confirms", "fsdp-cpu-offload-device") in verdicts(fixer.audit(model=offloaded))
+    assert ("rules-out", "fsdp-cpu-offload-device") in verdicts(fixer.audit(model=FSDP(Net(), device_id=cpu)))
+    mesh = init_device_mesh("cpu", (1,))
+    sharded = fully_shard(Net(), mesh=mesh, offload_policy=CPUOffloadPolicy(pin_memory=False))  # no GPU to pin for
+    assert ("confirms", "fsdp-cpu-offload-device") in verdicts(fixer.audit(model=sharded))
+    assert ("rules-out", "fsdp-cpu-offload-device") in verdicts(fixer.audit(model=fully_shard(Net(), mesh=mesh)))
+    assert "fsdp-cpu-offload-device" not in {e for _, e in verdicts(fixer.audit(model=Net()))}
 
 
 def test_install_explains_a_device_error_after_the_usual_traceback(tmp_path):
