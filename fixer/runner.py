@@ -3,7 +3,11 @@
 Two global module hooks keep a stack of the modules whose forward is in progress (a push and a pop
 per call, nothing else, so training speed is barely touched). When a device error escapes, the
 stack still holds the modules that were running when it was raised: the innermost is the one that
-failed, and its own parameters, buffers and inputs say which device is the odd one out.
+failed, and its own parameters, buffers and inputs say which device is the odd one out. Then, while
+the traceback still keeps the script's frames alive, the run-time probes read the failing line's
+tensors, the process's device settings and the model, optimizer, loss and DataLoader those frames
+hold (`fixer.diagnose.live`); all of that happens only after a failure, so the hooks stay the only cost
+of a run that succeeds.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 from torch import nn
 
 from fixer.diagnose.findings import Finding
+from fixer.diagnose.live import probe_failure
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class Culprit:
     own: dict[str, str]
     inputs: dict[str, str]
     model_device: str | None
+    registered: bool = True  # False for a layer the model calls but keeps in a plain list or dict
+    loss: bool = False
 
     def describe(self) -> str:
         own = "; ".join(f"{name} on {device}" for name, device in self.own.items()) or "no own tensors"
@@ -57,18 +64,45 @@ class _Watch:
         if not self.stack:
             return None
         root, (module, args) = self.stack[0][0], self.stack[-1]
-        path = next((name for name, m in root.named_modules() if m is module), "") or "<model>"
+        path, registered = _path_in(root, module)
         own = {name: str(t.device) for name, t in (*module.named_parameters(recurse=False),
                                                    *module.named_buffers(recurse=False))}  # fmt: skip
         inputs = {f"input {i}": str(a.device) for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
         counts = Counter(str(p.device) for p in root.parameters())
         main = counts.most_common(1)[0][0] if counts and module is not root else None
-        return Culprit(path=path, kind=type(module).__name__, own=own, inputs=inputs, model_device=main)
+        loss = isinstance(module, nn.modules.loss._Loss)
+        return Culprit(path, type(module).__name__, own, inputs, main, registered, loss)
+
+
+def _path_in(root: nn.Module, module: nn.Module) -> tuple[str, bool]:
+    """The module's name under the root, and whether the root registers it. A layer kept in a plain
+    list or dict runs inside the model's forward without being a submodule: its container names it."""
+    for name, candidate in root.named_modules():
+        if candidate is module:
+            return name or ("<loss>" if isinstance(module, nn.modules.loss._Loss) else "<model>"), True
+    for name, owner in root.named_modules():
+        for attr, value in vars(owner).items():
+            items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+            for key, item in items:
+                if item is module:
+                    return f"{name}.{attr}[{key!r}]" if name else f"{attr}[{key!r}]", False
+    return "<unregistered module>", False
 
 
 def culprit_findings(culprit: Culprit) -> list[Finding]:
-    """What the failing module's devices say: a late-added layer, or inputs that were never moved."""
+    """What the failing module's devices say: a loss's own weights, a layer the model never registered,
+    a late-added layer, or inputs that were never moved."""
     own, inputs, model = set(culprit.own.values()), set(culprit.inputs.values()), culprit.model_device
+    if culprit.loss and own and inputs and own != inputs:
+        kept, given = ", ".join(sorted(own)), ", ".join(sorted(inputs))
+        why = f"the loss ({culprit.kind}) keeps tensors on {kept}, its inputs are on {given}"
+        return [Finding("loss-module-devices", "confirms", why, ("loss-weight-on-cpu",))]
+    if not culprit.registered and model and own and own != {model}:
+        why = (
+            f"`{culprit.path}` runs in the model's forward without being registered in it, and holds tensors on "
+            f"{', '.join(sorted(own))} while the model is on {model}"
+        )
+        return [Finding("module-unregistered-submodules", "confirms", why, ("submodules-in-plain-container",))]
     if model and own and own != {model}:
         why = f"`{culprit.path}` holds tensors on {', '.join(sorted(own))} while the model is on {model}"
         return [Finding("module-devices", "confirms", why, ("submodule-replaced-after-to",))]
@@ -86,6 +120,16 @@ def _from_script(tb: TracebackType | None, script: str) -> TracebackType | None:
     while current is not None and os.path.abspath(current.tb_frame.f_code.co_filename) != target:
         current = current.tb_next
     return current or tb
+
+
+def _distinct(findings: list[Finding]) -> tuple[Finding, ...]:
+    """One finding per probe, verdict and entries: the culprit and the audit of the same model may
+    both confirm a cause, and the ranking should count that evidence once (the first, the culprit's,
+    names the failing module)."""
+    seen: dict[tuple[str, str, tuple[str, ...]], Finding] = {}
+    for finding in findings:
+        seen.setdefault((finding.probe, finding.verdict, finding.entries), finding)
+    return tuple(seen.values())
 
 
 @dataclass(frozen=True)
@@ -116,7 +160,10 @@ def run(script: str, args: Sequence[str]) -> Outcome:
     except BaseException as exc:  # the user's error: report it, never fixer's own traceback
         text = "".join(traceback.format_exception(type(exc), exc, _from_script(exc.__traceback__, script)))
         culprit = watch.culprit()
-        return Outcome(1, text, culprit, tuple(culprit_findings(culprit)) if culprit else ())
+        found = culprit_findings(culprit) if culprit else []
+        if isinstance(exc, Exception):  # not on Ctrl-C: whoever pressed it wants the run to end
+            found += probe_failure(exc)
+        return Outcome(1, text, culprit, _distinct(found))
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         for handle in handles:
