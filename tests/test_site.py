@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -46,3 +47,16 @@ def test_nothing_is_loaded_from_the_internet(site):
     loads = re.compile(r'<(?:script|link|img|iframe)[^>]+(?:src|href)="(https?:)?//', re.I)
     offenders = [p.name for p in site.rglob("*.html") if loads.search(p.read_text())]
     assert offenders == []
+
+
+def test_every_entry_has_a_bare_embed_view_kept_out_of_search(site, catalog):
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    assert [doc["location"] for doc in index["docs"] if doc["location"].startswith("embed/")] == []
+    chrome = re.compile(r'class="md-(?:header|tabs|sidebar|search|footer)\b|data-md-component="search"')
+    for entry in catalog:
+        embed = (site / "embed" / entry.id / "index.html").read_text()
+        assert "<h1" in embed and entry.title.split()[0] in embed
+        assert not chrome.search(embed), entry.id
+        page = (site / "entries" / entry.id / "index.html").read_text()
+        assert f'href="../../embed/{entry.id}/"' in page
+        assert f'<code data-fixer-embed="../../embed/{entry.id}/">&lt;iframe src=' in page

@@ -1,27 +1,39 @@
-"""MkDocs hook: the entry pages, the index, the CLI and JSON references, generated at build time from
-kb/*.yaml and the package itself, so the site always says what the tool says."""
+"""MkDocs hook: the entry pages, their embeddable views, the index, the CLI and JSON references, generated at
+build time from kb/*.yaml and the package itself, so the site always says what the tool says."""
 
 from __future__ import annotations
 
 import argparse
+import html
 import json
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
+from mkdocs.utils import get_relative_url
 
 from fixer.catalog import load
 from fixer.cli import build_parser
 from fixer.export import matcher_data
 from fixer.markdown import entry_page, index_page
 from fixer.report import ExplainOut
+from fixer.schema import Entry
+
+# A wiki shows an entry in an iframe: the page alone (docs/overrides/embed.html drops header, navigation,
+# search and footer), and kept out of the search index, where it would duplicate the entry page.
+EMBED_FRONT_MATTER = "---\ntemplate: embed.html\nsearch:\n  exclude: true\n---\n\n"
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     root = Path(config.config_file_path).parent
     catalog = load(root / "kb", strict=True)
     for entry in catalog:
-        files.append(File.generated(config, f"entries/{entry.id}.md", content=entry_page(entry)))
+        page = entry_page(entry)
+        embed = File.generated(config, f"embed/{entry.id}.md", content=EMBED_FRONT_MATTER + page)
+        view = File.generated(config, f"entries/{entry.id}.md", content=page)
+        view.content_string = page + "\n" + _embed_section(entry, get_relative_url(embed.url, view.url))
+        files.append(view)
+        files.append(embed)
     files.append(File.generated(config, "entries/index.md", content=index_page(catalog)))
     files.append(File.generated(config, "cli.md", content=_cli_page()))
     files.append(File.generated(config, "json.md", content=_json_page()))
@@ -29,6 +41,19 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     data = json.dumps(matcher_data(catalog), ensure_ascii=False, separators=(",", ":"))
     files.append(File.generated(config, "assets/fixer-kb.json", content=data))
     return files
+
+
+def _embed_section(entry: Entry, embed_url: str) -> str:
+    """Only the browser knows the address the site is served from, so the snippet carries the embed view's
+    address relative to the entry page and docs/javascripts/embed-snippet.js makes it absolute for copying."""
+    title = html.escape(entry.title, quote=False).replace('"', "&quot;")
+    iframe = f'<iframe src="{embed_url}" title="{title}" width="100%" height="800" loading="lazy"></iframe>'
+    return (
+        f"## Embed this entry\n\nThe [embed view](../embed/{entry.id}.md) is this entry alone, without the site's "
+        "header, navigation or search. To show it in a wiki page or a dashboard, paste this where HTML is allowed:"
+        f'\n\n<pre class="fixer-embed" data-search-exclude><code data-fixer-embed="{embed_url}">'
+        f"{html.escape(iframe, quote=False)}</code></pre>\n"
+    )
 
 
 def _cli_page() -> str:
