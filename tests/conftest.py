@@ -19,15 +19,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     try:
         import torch
 
-        has_cuda = torch.cuda.is_available()
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except ImportError:
-        has_cuda = False
-    if has_cuda:
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
+        gpus = 0
     for item in items:
-        if "cuda" in item.keywords:
-            item.add_marker(skip)
+        if "cuda" in item.keywords and not gpus:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
+        elif "two_gpus" in item.keywords and gpus < 2:
+            item.add_marker(pytest.mark.skip(reason=f"needs two CUDA devices, this machine has {gpus}"))
 
 
 @pytest.fixture(scope="session")
