@@ -13,7 +13,7 @@ import linecache
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from types import FrameType, ModuleType, TracebackType
 from typing import Any
@@ -437,12 +437,30 @@ def live_objects(exc: BaseException) -> dict[str, Any]:
     return found
 
 
+def _audit_live(exc: BaseException) -> list[Finding]:
+    """The object probes on what the failing frames hold. A loss or a DataLoader that the failing call
+    never reached is a mistake still waiting its turn, not this error's cause: what it confirms is
+    kept, as info."""
+    objects = live_objects(exc)
+    steps = _steps(exc.__traceback__)
+    reached = {
+        "loss-module-devices": any(step.frame.f_locals.get("self") is objects.get("loss") for step in steps),
+        "dataloader-generator": any("torch/utils/data/" in step.path for step in steps),
+    }
+    return [
+        replace(finding, verdict="info", summary=f"{finding.summary} (not in the failing call)")
+        if finding.verdict == "confirms" and not reached.get(finding.probe, True)
+        else finding
+        for finding in audit(**objects)
+    ]
+
+
 _PROBES: tuple[tuple[str, Callable[[BaseException], list[Finding]]], ...] = (
     ("frame-tensor-devices", probe_frame_tensors),
     ("default-device", probe_default_device),
     ("current-device", probe_current_device),
     ("collective-tensor-devices", probe_collective),
-    ("module-devices", lambda exc: audit(**live_objects(exc))),  # each object probe is guarded inside
+    ("module-devices", _audit_live),  # each object probe is guarded inside
 )
 
 
