@@ -361,6 +361,26 @@ def fsdp_offload(model: nn.Module) -> list[Finding]:
     return [Finding("fsdp-offload-config", "rules-out", "FSDP does not offload parameters here", entries, facts)]
 
 
+def keras_replicas(model: nn.Module) -> list[Finding]:
+    """DataParallel replicates a module by copying its registered parameters; a Keras 3 model on the
+    torch backend keeps its weights in Keras variables, so the replicas on other GPUs still read
+    cuda:0's."""
+    wrappers = (nn.DataParallel, nn.parallel.DistributedDataParallel)
+    wrapped = [(path or "<root>", m.module) for path, m in model.named_modules() if isinstance(m, wrappers)]
+    if not wrapped:
+        return []
+    keras = [(path, type(inner)) for path, inner in wrapped if _is_keras(type(inner))]
+    entries = ("keras-torch-dataparallel",)
+    if keras:
+        shown = ", ".join(f"{path} wraps {cls.__module__}.{cls.__qualname__}" for path, cls in keras)
+        return [Finding("keras-dataparallel", "confirms", f"a Keras model inside a torch wrapper: {shown}", entries)]
+    return [Finding("keras-dataparallel", "rules-out", "the DataParallel/DDP wrapper holds no Keras model", entries)]
+
+
+def _is_keras(cls: type) -> bool:
+    return any(base.__module__.split(".")[0] == "keras" for base in cls.__mro__)
+
+
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         yield value
@@ -393,6 +413,7 @@ def audit(
         findings += guarded("module-plain-tensor-attributes", lambda: unregistered_state(model))
         findings += guarded("accelerate-hooks", lambda: library_state(model))
         findings += guarded("fsdp-offload-config", lambda: fsdp_offload(model))
+        findings += guarded("keras-dataparallel", lambda: keras_replicas(model))
     if optimizer is not None:
         findings += guarded("optimizer-state-devices", lambda: optimizer_state(optimizer))
     if batch is not None:

@@ -55,6 +55,7 @@ PROBES: dict[str, Probe] = {
         Probe("hf-device-map", "objects", "a transformers device_map that splits the model"),
         Probe("model-quantization", "objects", "whether the model is quantized by bitsandbytes"),
         Probe("fsdp-offload-config", "objects", "FSDP's CPU offload setting"),
+        Probe("keras-dataparallel", "objects", "a Keras model wrapped by torch's DataParallel or DDP"),
         Probe("checkpoint-devices", "checkpoint", "the device each saved tensor came from, read without loading it"),
         Probe("exported-program-devices", "exported", "devices written into an exported program's graph"),
     )

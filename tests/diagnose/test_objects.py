@@ -3,6 +3,8 @@ right cause and rules out a wrong one."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -160,3 +162,30 @@ def test_install_explains_a_device_error_after_the_usual_traceback(tmp_path):
     assert done.returncode == 1
     assert done.stderr.index("Traceback (most recent call last)") < done.stderr.index("Most likely cause")
     assert "optimizer-state-after-resume" in done.stderr
+
+
+KERAS_IN_DATAPARALLEL = """\
+import json, os
+os.environ["KERAS_BACKEND"] = "torch"
+import keras
+import torch
+import fixer
+
+wrapped = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+plain = torch.nn.Sequential(torch.nn.Linear(4, 2))
+for model in (wrapped, plain):
+    found = [f for f in fixer.audit(model=torch.nn.DataParallel(model)) if f.probe == "keras-dataparallel"]
+    print(json.dumps([[f.verdict, f.summary] for f in found]))
+"""
+
+
+def test_a_keras_model_in_dataparallel_is_found():
+    if importlib.util.find_spec("keras") is None:  # importing it here would pick a backend for the process
+        pytest.skip("keras is not installed")
+    done = subprocess.run(  # Keras picks its backend once per process, at import
+        [sys.executable, "-c", KERAS_IN_DATAPARALLEL], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    keras_model, torch_model = (json.loads(line) for line in done.stdout.splitlines())
+    assert keras_model[0][0] == "confirms" and "keras.src.models.sequential.Sequential" in keras_model[0][1]
+    assert torch_model[0][0] == "rules-out"
