@@ -42,6 +42,14 @@ class _Opaque:
         self.state = state
 
 
+class _StateDict(dict[Any, Any]):
+    """The OrderedDict `state_dict()` returns carries a `_metadata` attribute, which pickle restores
+    after the items: a plain dict has nowhere to put it."""
+
+    def __setstate__(self, state: object) -> None:
+        self.state = state
+
+
 def _rebuild_tensor(storage: object, *args: object, **kwargs: object) -> object:
     return storage
 
@@ -55,7 +63,7 @@ _REBUILDERS = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
-    ("collections", "OrderedDict"): dict,
+    ("collections", "OrderedDict"): _StateDict,
 }
 
 

@@ -49,7 +49,8 @@ else:
     facts["device_count"] = torch.cuda.device_count() if facts["cuda_available"] else 0
     facts["devices"] = [torch.cuda.get_device_name(i) for i in range(facts["device_count"])]
     facts["current_device"] = torch.cuda.current_device() if facts["cuda_available"] else None
-    facts["driver"] = torch._C._cuda_getDriverVersion() if facts["cuda_available"] else None
+    driver = getattr(torch._C, "_cuda_getDriverVersion", None)
+    facts["driver"] = driver() if facts["cuda_available"] and driver else None
     facts["mps_available"] = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
     getter = getattr(torch, "get_default_device", None)
     facts["default_device"] = str(getter()) if getter else None
@@ -73,7 +74,8 @@ def read_machine(timeout: float = TIMEOUT_S) -> dict[str, Any] | str:
     except subprocess.TimeoutExpired:
         return f"importing torch took longer than {timeout:.0f} s"
     except (IndexError, json.JSONDecodeError):
-        return "the environment probe printed nothing usable"
+        last = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        return f"the environment probe failed: {last[0]}"
     return facts
 
 

@@ -49,6 +49,20 @@ def test_saved_devices_are_read_per_group_without_loading(tmp_path):
     assert read_locations(path) == {"model": {"cuda:0": 2}, "optimizer.state": {"cpu": 2}}
 
 
+def test_a_real_state_dict_checkpoint_is_read(tmp_path):
+    """state_dict() is an OrderedDict with a `_metadata` attribute: the reader must take it as it is."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(4, 3)).sum().backward()
+    optimizer.step()
+    path = tmp_path / "last.pt"
+    with saved_on({36: "cuda:0", 12: "cuda:0"}):  # the weight, and each 3-float vector, as if from a GPU
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+    groups = read_locations(path)
+    assert groups["model"] == {"cuda:0": 6, "cpu": 1}  # BatchNorm's num_batches_tracked is 8 bytes
+    assert sum(groups["optimizer.state"].values()) == 4 * 3  # exp_avg, exp_avg_sq, step per parameter
+
+
 def test_a_gpu_checkpoint_on_a_machine_without_cuda_confirms_missing_map_location(tmp_path):
     findings = checkpoint_findings(_resume_checkpoint(tmp_path / "a.pt", "cuda:0", "cuda:0"), NO_GPU)
     assert ("confirms", "torch-load-without-map-location") in _verdicts(findings)
