@@ -217,7 +217,8 @@ def _holds(rule: _Rule, ev: Evidence) -> bool:
         ("library", lambda: any(_has_library(ev, lib) for lib in when.library or ())),
         ("frame", lambda: any(rx["frame"].search(line) for line in ev.frame_lines)),
         ("user_code", lambda: any(rx["user_code"].search(line) for line in ev.user_code)),
-        ("source", lambda: any(rx["source"].search(scope) for scope in ev.user_source)),
+        # one text: "your code uses no accelerate" must hold for all of it, not for one function
+        ("source", lambda: bool(ev.user_source) and bool(rx["source"].search("\n\n".join(ev.user_source)))),
     )
     return all(check() for name, check in checks if getattr(when, name) is not None)
 
