@@ -4,7 +4,7 @@ wrong one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -109,16 +109,6 @@ def test_other_failing_lines_list_their_tensors_by_name():
 # --- default-device ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def default_meta() -> Iterator[None]:
-    previous = torch.get_default_device()
-    torch.set_default_device(META)
-    try:
-        yield
-    finally:
-        torch.set_default_device(None if previous.type == "cpu" else previous)
-
-
 def test_a_default_device_seen_in_a_traced_call_after_its_block_closed():
     def trace() -> None:
         with torch.device(META):  # exits before fixer sees the error
@@ -162,15 +152,6 @@ def test_without_cuda_there_is_no_current_gpu():
 
 
 # --- collective-tensor-devices ----------------------------------------------------------------------
-
-
-@pytest.fixture
-def gloo(tmp_path: Path) -> Iterator[None]:
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
 
 
 def test_a_gloo_group_takes_cpu_tensors(gloo: None):

@@ -7,12 +7,9 @@ import importlib.util
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -96,16 +93,6 @@ def test_loss_weights_built_on_the_cpu_beside_a_moved_model():
     assert ("rules-out", "loss-weight-on-cpu") in verdicts(fixer.audit(model=model, loss=nn.CrossEntropyLoss()))
 
 
-@pytest.fixture
-def default_meta() -> Iterator[None]:
-    previous = torch.get_default_device()
-    torch.set_default_device(META)
-    try:
-        yield
-    finally:
-        torch.set_default_device(None if previous.type == "cpu" else previous)
-
-
 DATA = TensorDataset(torch.arange(10.0))
 
 
@@ -122,15 +109,6 @@ def test_a_shuffling_loader_under_a_global_default_device(default_meta: None):
 
 def test_a_shuffling_loader_without_a_default_device():
     assert verdicts(fixer.audit(loader=DataLoader(DATA, shuffle=True))) == {("rules-out", "default-device-generator")}
-
-
-@pytest.fixture
-def gloo(tmp_path: Path) -> Iterator[None]:
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
 
 
 @pytest.mark.filterwarnings("ignore:FSDP is switching to use `NO_SHARD`")
