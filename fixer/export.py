@@ -384,12 +384,12 @@ def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
     for rule in entry.evidence:
         when = rule.when.model_dump(exclude_none=True)
         # The source of the user's files is only readable on their machine: in a browser it never holds.
-        browser_only = {name: value for name, value in when.items() if name != "source"}
+        browser_only = {name: value for name, value in when.items() if name not in _SOURCE_FIELDS}
         regexes = {name: to_js(value) for name, value in browser_only.items() if name in _REGEX_FIELDS_WITHOUT_SOURCE}
         rules.append(
             {
                 "when": {**browser_only, **regexes},
-                "needs_source": "source" in when,
+                "needs_source": bool(_SOURCE_FIELDS.intersection(when)),
                 "weight": rule.weight,
                 "because": rule.because,
             }
@@ -415,7 +415,8 @@ def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
     }
 
 
-_REGEX_FIELDS_WITHOUT_SOURCE = tuple(name for name in _match._REGEX_FIELDS if name != "source")
+_SOURCE_FIELDS = frozenset({"source", "source_lacks"})
+_REGEX_FIELDS_WITHOUT_SOURCE = tuple(name for name in _match._REGEX_FIELDS if name not in _SOURCE_FIELDS)
 
 
 def matcher_data(catalog: Catalog) -> dict[str, Any]:

@@ -81,7 +81,7 @@ class _CompiledEntry:
     examples: tuple[_Known, ...]
 
 
-_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code", "source")
+_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code", "source", "source_lacks")
 
 
 class Matcher:
@@ -217,8 +217,8 @@ def _holds(rule: _Rule, ev: Evidence) -> bool:
         ("library", lambda: any(_has_library(ev, lib) for lib in when.library or ())),
         ("frame", lambda: any(rx["frame"].search(line) for line in ev.frame_lines)),
         ("user_code", lambda: any(rx["user_code"].search(line) for line in ev.user_code)),
-        # one text: "your code uses no accelerate" must hold for all of it, not for one function
-        ("source", lambda: bool(ev.user_source) and bool(rx["source"].search("\n\n".join(ev.user_source)))),
+        ("source", lambda: any(rx["source"].search(scope) for scope in ev.user_source)),
+        ("source_lacks", lambda: bool(ev.user_source) and not any(map(rx["source_lacks"].search, ev.user_source))),
     )
     return all(check() for name, check in checks if getattr(when, name) is not None)
 

@@ -72,10 +72,15 @@ class Condition(Strict):
         description="Regex searched in the source of the user's functions and classes the traceback passes "
         "through (a script: the module up to the failing line); only when those files exist on this machine.",
     )
-
-    _check_patterns = field_validator("message", "text", "exception", "argument", "op", "frame", "user_code", "source")(
-        _compiles
+    source_lacks: str | None = Field(
+        default=None,
+        description="Regex found nowhere in that source, all of it taken together ('your code uses no "
+        "accelerate'); only when those files exist on this machine.",
     )
+
+    _check_patterns = field_validator(
+        "message", "text", "exception", "argument", "op", "frame", "user_code", "source", "source_lacks"
+    )(_compiles)
 
 
 class EvidenceRule(Strict):
