@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,28 @@ def kb_examples() -> list[tuple[str, int, str]]:
         for number, example in enumerate(data.get("examples", []), 1):
             cases.append((data["id"], number, example["traceback"]))
     return cases
+
+
+@pytest.fixture
+def default_meta() -> Iterator[None]:
+    """The default device set to meta for one test, and put back."""
+    import torch
+
+    previous = torch.get_default_device()
+    torch.set_default_device("meta")
+    try:
+        yield
+    finally:
+        torch.set_default_device(None if previous.type == "cpu" else previous)
+
+
+@pytest.fixture
+def gloo(tmp_path: Path) -> Iterator[None]:
+    """A one-rank gloo process group for one test, destroyed after it."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
