@@ -122,10 +122,14 @@ def _walk(node: object, key: str) -> Iterator[tuple[str, Saved]]:
 
 
 def _group(key: str) -> str:
-    """`optimizer.state.3.exp_avg` -> `optimizer.state`; `model.encoder.weight` -> `model`."""
+    """`optimizer.state.3.exp_avg` -> `optimizer.state`; `model.encoder.weight` -> `model`.
+
+    Step counters get a group of their own: Adam-style optimizers keep them on the CPU by design
+    (unless fused or capturable, and load_state_dict moves those), so a CPU `step` beside GPU weights
+    is how every healthy checkpoint looks, not a sign of state left apart."""
     parts = key.split(".")
     if len(parts) > 1 and parts[1] == "state":
-        return ".".join(parts[:2])
+        return ".".join(parts[:2]) + (".step" if parts[-1] == "step" else "")
     return parts[0] if len(parts) > 1 else "<top level>"
 
 
@@ -166,7 +170,7 @@ def checkpoint_findings(path: Path, env: dict[str, Any] | None) -> list[Finding]
         elif not cuda:
             findings.append(_verdict("rules-out", "torch-load-without-map-location", "holds no CUDA tensors"))
     model, state = groups.get("model"), groups.get("optimizer.state")
-    if model and state and set(model) != set(state):
+    if model and state and set(state) - set(model):
         findings.append(
             _verdict(
                 "confirms",

@@ -56,11 +56,14 @@ def test_a_real_state_dict_checkpoint_is_read(tmp_path):
     model(torch.randn(4, 3)).sum().backward()
     optimizer.step()
     path = tmp_path / "last.pt"
-    with saved_on({36: "cuda:0", 12: "cuda:0"}):  # the weight, and each 3-float vector, as if from a GPU
+    with saved_on({36: "cuda:0", 12: "cuda:0", 8: "cuda:0"}):  # all but the 4-byte step counters, as on a GPU
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
     groups = read_locations(path)
-    assert groups["model"] == {"cuda:0": 6, "cpu": 1}  # BatchNorm's num_batches_tracked is 8 bytes
-    assert sum(groups["optimizer.state"].values()) == 4 * 3  # exp_avg, exp_avg_sq, step per parameter
+    assert groups["model"] == {"cuda:0": 7}  # 4 parameters, 2 running statistics, num_batches_tracked
+    assert groups["optimizer.state"] == {"cuda:0": 4 * 2}  # exp_avg and exp_avg_sq of each parameter
+    assert groups["optimizer.state.step"] == {"cpu": 4}  # AdamW keeps its step counters on the CPU
+    healthy = checkpoint_findings(path, ONE_GPU)
+    assert ("confirms", "optimizer-state-after-resume") not in _verdicts(healthy)
 
 
 def test_a_gpu_checkpoint_on_a_machine_without_cuda_confirms_missing_map_location(tmp_path):
