@@ -219,3 +219,29 @@ def test_a_missing_script_is_a_one_line_error(tmp_path):
         [sys.executable, "-m", "fixer", "run", str(tmp_path / "missing.py")], capture_output=True, text=True
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+GPU_CHECKPOINT_ON_A_CPU_MACHINE = """\
+from pathlib import Path
+
+import torch
+
+path = Path(__file__).with_name("last.pt")
+real = torch.serialization.location_tag
+torch.serialization.location_tag = lambda storage: "cuda:0"  # saved as a GPU run saves it
+torch.save({"weight": torch.zeros(4)}, path)
+torch.serialization.location_tag = real
+state = torch.load(path)
+"""
+
+
+def test_the_machine_probes_run_in_the_failing_process(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the probe's verdict here is about a machine without CUDA")
+    done = _run(tmp_path, GPU_CHECKPOINT_ON_A_CPU_MACHINE)
+    said = " ".join(done.stderr.split())
+    assert "torch.cuda.is_available() is False" in said
+    assert "torch-load-without-map-location · score 100/100" in said
+    assert "env-cuda: CUDA is not usable here" in said

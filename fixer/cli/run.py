@@ -39,6 +39,7 @@ def run(script: str, script_args: list[str]) -> int:
     outcome = run(script, script_args)
     if outcome.text is not None:
         sys.stderr.write(outcome.text)
+        outcome = replace(outcome, findings=(*outcome.findings, *_machine_findings(outcome.text)))
     if wait is not None:
         return _report_ranks(outcome, wait)
     if outcome.text is None:
@@ -53,6 +54,23 @@ def run(script: str, script_args: list[str]) -> int:
     if result.matches:
         out.print(_explanation_view(result))
     return outcome.code
+
+
+def _machine_findings(text: str) -> list[Finding]:
+    """The machine probes, read in the failing process itself: under torchrun each rank judges its
+    own LOCAL_RANK and GPUs, and the script's default device is the one it set."""
+    from fixer.diagnose.environment import environment_findings
+    from fixer.diagnose.findings import Finding
+    from fixer.diagnose.machine import collect
+    from fixer.evidence import extract
+    from fixer.parse import parse
+
+    tb = parse(text)
+    try:
+        facts = collect()
+    except Exception as exc:  # CUDA may be past answering after the error: say so, keep the report
+        return [Finding("env-cuda", "could-not-check", f"reading the devices failed: {type(exc).__name__}: {exc}")]
+    return environment_findings(facts, extract(tb) if tb is not None else None)
 
 
 def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Explanation:

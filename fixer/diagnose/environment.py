@@ -8,54 +8,17 @@ raise. Turning facts into verdicts is a pure function, so it can be checked agai
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from fixer.diagnose.findings import Finding, Verdict
 from fixer.evidence import Evidence
 
 TIMEOUT_S = 60
-_LIBRARIES = ("keras", "lightning", "pytorch_lightning", "accelerate", "bitsandbytes", "transformers", "peft",
-              "deepspeed")  # fmt: skip
-_ENV = ("CUDA_VISIBLE_DEVICES", "LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "KERAS_BACKEND", "KERAS_HOME")
-_SCRIPT = r"""
-import importlib.metadata as md, json, os
-facts = {"env": {k: os.environ.get(k) for k in ENV}}
-versions = {}
-for name in LIBRARIES:
-    try:
-        versions[name] = md.version(name)
-    except md.PackageNotFoundError:
-        pass
-facts["libraries"] = versions
-try:  # Keras 3 reads its backend from KERAS_BACKEND, else from this file; importing keras is slow
-    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
-    with open(os.path.join(home, "keras.json")) as config:
-        facts["keras_config_backend"] = json.load(config).get("backend")
-except (OSError, ValueError, AttributeError):
-    facts["keras_config_backend"] = None
-try:
-    import torch
-except Exception as exc:
-    facts["torch"] = None
-    facts["torch_error"] = f"{type(exc).__name__}: {exc}"
-else:
-    facts["torch"] = torch.__version__
-    facts["cuda_build"] = torch.version.cuda
-    facts["hip_build"] = getattr(torch.version, "hip", None)
-    facts["cuda_available"] = torch.cuda.is_available()
-    facts["device_count"] = torch.cuda.device_count() if facts["cuda_available"] else 0
-    facts["devices"] = [torch.cuda.get_device_name(i) for i in range(facts["device_count"])]
-    facts["current_device"] = torch.cuda.current_device() if facts["cuda_available"] else None
-    driver = getattr(torch._C, "_cuda_getDriverVersion", None)
-    facts["driver"] = driver() if facts["cuda_available"] and driver else None
-    facts["mps_available"] = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    getter = getattr(torch, "get_default_device", None)
-    facts["default_device"] = str(getter()) if getter else None
-print(json.dumps(facts))
-"""
 # "cuda:2", "CUDA device 2" (torch.load), "device_ids[0]" is not an ordinal of the machine
 _ORDINAL = re.compile(r"\bcuda:(\d+)|\bCUDA device (\d+)\b")
 _ORDINAL_ENTRIES = ("hardcoded-device-ordinal", "torch-load-missing-ordinal", "more-ranks-than-gpus")
@@ -64,11 +27,17 @@ _ACCELERATE_ENTRIES = ("accelerate-hooks-conflict", "accelerate-offloaded-model-
 
 
 def read_machine(timeout: float = TIMEOUT_S) -> dict[str, Any] | str:
-    """The machine's facts, or why they could not be read."""
-    script = _SCRIPT.replace("LIBRARIES", repr(_LIBRARIES)).replace("ENV", repr(_ENV))
+    """The machine's facts, read in a child interpreter, or why they could not be read."""
+    package_root = str(Path(__file__).resolve().parents[2])  # fixer importable even from a source tree
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
     try:
         done = subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, check=False
+            [sys.executable, "-m", "fixer.diagnose.machine"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=env,
         )
         facts: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
