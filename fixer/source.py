@@ -30,7 +30,7 @@ def user_scopes(frames: Iterable[Frame]) -> tuple[str, ...]:
 
 
 def _scopes_at(path: str, line: int) -> tuple[str, ...]:
-    parsed = _parse(path)
+    parsed = parse_source(path)
     if parsed is None:
         return ()
     tree, lines = parsed
@@ -46,7 +46,8 @@ def _scopes_at(path: str, line: int) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=64)
-def _parse(path: str) -> tuple[ast.Module, list[str]] | None:
+def parse_source(path: str) -> tuple[ast.Module, list[str]] | None:
+    """A user's .py file as a tree and its lines; None for anything too big, missing or not Python."""
     file = Path(path)
     try:
         if file.suffix != ".py" or not file.is_file() or file.stat().st_size > MAX_BYTES:

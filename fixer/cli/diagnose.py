@@ -29,30 +29,25 @@ def diagnose(args: argparse.Namespace) -> int:
     result = _explain(text) if text is not None else None
     evidence = result.evidence if result is not None else None
     with status("checking this machine (importing torch in a child process)"):
-        facts = read_machine()
-    if isinstance(facts, str):
-        from fixer.diagnose.findings import Finding
-
-        findings = [Finding("env-torch-build", "could-not-check", facts)]
-        facts = {}
-    else:
-        findings = environment_findings(facts, evidence)
+        machine = read_machine()
+    findings = environment_findings(machine, evidence)
+    facts = machine if isinstance(machine, dict) else None
     if args.checkpoint:
         from fixer.diagnose.checkpoint import checkpoint_findings
 
-        findings += checkpoint_findings(Path(args.checkpoint), facts or None)
+        findings += checkpoint_findings(Path(args.checkpoint), facts)
     if args.exported:
         from fixer.diagnose.exported import exported_findings
 
         with status("reading the exported program"):
-            findings += exported_findings(Path(args.exported), facts or None)
+            findings += exported_findings(Path(args.exported), facts)
     matches: list[Match] = []
     if result is not None and result.traceback is not None:
         findings += _traceback_probes(result.traceback, result.matches[:TOP])
         matches = rerank(result.matches, findings)
         if not (args.json or args.markdown) and can_ask(no_input=args.no_input):
             matches = narrowed(matches)
-    unchecked = _unchecked(matches[:TOP], findings, args)
+    unchecked = _unchecked(matches[:TOP], findings)
     shown = matches[:TOP]
     if args.json:
         print(json.dumps(_json(findings, shown, unchecked, redact=args.redact), indent=2, default=str))
@@ -85,7 +80,7 @@ def _traceback_probes(tb: Traceback, matches: list[Match]) -> list[Finding]:
     return findings
 
 
-def _unchecked(matches: list[Match], findings: list[Finding], args: argparse.Namespace) -> dict[str, str]:
+def _unchecked(matches: list[Match], findings: list[Finding]) -> dict[str, str]:
     """The leading candidates' probes that did not run here, and the command that runs each."""
     from fixer.diagnose.probes import PROBES, RUNS_IN
 

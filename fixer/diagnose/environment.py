@@ -1,6 +1,6 @@
 """The machine probes: torch build, devices, ranks and the libraries that place tensors.
 
-The facts are read in a child interpreter with a time limit, because importing torch or
+`diagnose` reads the facts in a child interpreter with a time limit, because importing torch or
 initialising CUDA can hang on a broken driver; a probe must answer "could not check", never hang or
 raise. Turning facts into verdicts is a pure function, so it can be checked against any machine.
 """
@@ -48,15 +48,11 @@ def read_machine(timeout: float = TIMEOUT_S) -> dict[str, Any] | str:
     return facts
 
 
-def probe_environment(evidence: Evidence | None = None, timeout: float = TIMEOUT_S) -> list[Finding]:
-    facts = read_machine(timeout)
+def environment_findings(facts: dict[str, Any] | str, evidence: Evidence | None = None) -> list[Finding]:
+    """Verdicts from the machine's facts (or why they could not be read), sharpened by what the
+    traceback names when there is one."""
     if isinstance(facts, str):
         return [Finding("env-torch-build", "could-not-check", facts)]
-    return environment_findings(facts, evidence)
-
-
-def environment_findings(facts: dict[str, Any], evidence: Evidence | None = None) -> list[Finding]:
-    """Verdicts from the machine's facts, sharpened by what the traceback names when there is one."""
     if not facts.get("torch"):
         why = f"torch does not import: {facts.get('torch_error')}"
         return [Finding("env-torch-build", "could-not-check", why, facts=facts)]

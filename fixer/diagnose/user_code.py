@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from pathlib import Path
 
 from fixer.diagnose.findings import Finding
 from fixer.parse import Traceback
 from fixer.patching.targets import user_files
-from fixer.source import MAX_BYTES
+from fixer.source import parse_source
 
 # Factories that put a new tensor on the default device (the CPU) unless told otherwise; `*_like`
 # ones follow their argument, so they are not here.
@@ -86,9 +85,10 @@ _Scope = ast.FunctionDef | ast.AsyncFunctionDef
 def _failing_scopes(tb: Traceback) -> Iterator[tuple[str, _Scope, dict[str, str]]]:
     """The innermost function around each user line, with the module's names for torch and torch.nn."""
     for path, lines in user_files(tb).items():
-        tree = _parse(path)
-        if tree is None:
+        parsed = parse_source(str(path))
+        if parsed is None:
             continue
+        tree = parsed[0]
         aliases = _aliases(tree)
         seen: set[int] = set()
         for line in lines:
@@ -102,15 +102,6 @@ def _failing_scopes(tb: Traceback) -> Iterator[tuple[str, _Scope, dict[str, str]
                 if id(innermost) not in seen:
                     seen.add(id(innermost))
                     yield path.name, innermost, aliases
-
-
-def _parse(path: Path) -> ast.Module | None:
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            return None
-        return ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError, RecursionError):
-        return None
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:

@@ -94,6 +94,11 @@ def test_keras_counts_only_on_the_torch_backend(here):
     assert not keras_verdicts({**on_jax, "env": {**here["env"], "KERAS_BACKEND": "torch"}})
 
 
+def test_facts_that_could_not_be_read_cannot_be_checked():
+    findings = environment_findings("importing torch took longer than 60 s")
+    assert [(f.probe, f.verdict) for f in findings] == [("env-torch-build", "could-not-check")]
+
+
 def test_a_machine_without_torch_cannot_be_checked():
     findings = environment_findings({"torch": None, "torch_error": "ModuleNotFoundError: No module named 'torch'"})
     assert [f.verdict for f in findings] == ["could-not-check"]

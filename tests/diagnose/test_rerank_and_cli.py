@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from fixer.diagnose.environment import probe_environment
+from fixer.diagnose.environment import environment_findings, read_machine
 from fixer.diagnose.findings import Finding
 from fixer.diagnose.rerank import rerank
 
@@ -28,7 +28,7 @@ def test_confirmed_causes_move_up_and_ruled_out_ones_down(matcher):
 
 
 def test_environment_probe_reports_this_build():
-    summary, build = probe_environment()[:2]
+    summary, build = environment_findings(read_machine())[:2]
     assert summary.probe == "env-torch-build" and summary.verdict == "info" and summary.facts["torch"]
     assert build.entries == ("torch-not-compiled-with-cuda",)
     expected = "confirms" if not summary.facts["cuda_build"] and not summary.facts["hip_build"] else "rules-out"
