@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from fixer.cli import NO_MATCH, NO_TRACEBACK, OK, USAGE, main
+from fixer.cli import INTERNAL_ERROR, NO_MATCH, NO_TRACEBACK, OK, OUTPUT_ERROR, USAGE, main
 
 # https://github.com/FoundationVision/VAR/issues/127
 VAR = (
@@ -230,3 +231,32 @@ def test_kb_accuracy_scores_a_labelled_corpus(tmp_path, capsys):
     overall = json.loads(capsys.readouterr().out)["overall"]
     assert overall == {"n": 2, "top1": 0.5, "top3": 0.5}
     assert main(["kb", "accuracy", str(tmp_path / "missing.yaml")]) == USAGE
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("args", [("explain", "--example"), ("list", "--json"), ("show", "inputs-not-moved")])
+def test_a_full_disk_is_one_line_and_exit_74(args):
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "fixer", *args], stdout=full, stderr=subprocess.PIPE, timeout=60, check=False
+        )
+    assert result.returncode == OUTPUT_ERROR
+    assert result.stderr.decode().splitlines() == ["fixer: cannot write the output (No space left on device)"]
+
+
+def test_a_bug_in_fixer_is_one_line_and_exit_70(monkeypatch, capsys):
+    from fixer.cli import explain
+
+    def broken(*args: object, **kwargs: object) -> int:
+        raise ValueError("an invariant broke\nacross two lines")
+
+    monkeypatch.setattr(explain, "explain_text", broken)
+    assert main(["explain", "--example"]) == INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "fixer: internal error (ValueError: an invariant broke across two lines); "
+        "please report it, with the output of FIXER_DEBUG=1"
+    ]
+    monkeypatch.setenv("FIXER_DEBUG", "1")
+    assert main(["explain", "--example"]) == INTERNAL_ERROR
+    assert "Traceback (most recent call last)" in capsys.readouterr().err

@@ -10,32 +10,98 @@ Exit codes, for scripts:
   2  bad usage or unreadable input (missing file, directory, binary data, broken KB)
   3  no traceback or known error message in the input
   4  (patch --apply) nothing written: declined, unsafe without --unsafe, or the file changed
+  70 fixer itself failed (a bug): one line on stderr; FIXER_DEBUG=1 adds the Python traceback
+  74 the output could not be written (a full disk, an I/O error)
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import sys
 from collections.abc import Sequence
 
-from fixer.cli.common import NO_MATCH, NO_TRACEBACK, NOT_APPLIED, OK, USAGE, CliError, read_input
+from fixer.cli.common import (
+    INTERNAL_ERROR,
+    NO_MATCH,
+    NO_TRACEBACK,
+    NOT_APPLIED,
+    OK,
+    OUTPUT_ERROR,
+    USAGE,
+    CliError,
+    read_input,
+)
 from fixer.cli.parser import build_parser
 
-__all__ = ["NOT_APPLIED", "NO_MATCH", "NO_TRACEBACK", "OK", "USAGE", "build_parser", "main"]
+__all__ = [
+    "INTERNAL_ERROR",
+    "NOT_APPLIED",
+    "NO_MATCH",
+    "NO_TRACEBACK",
+    "OK",
+    "OUTPUT_ERROR",
+    "USAGE",
+    "build_parser",
+    "main",
+]
+
+# What a write to a full or failing disk raises; fixer writes nowhere but its output streams outside
+# `patch --apply`, which reports its own write errors.
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every way out of fixer is an exit code and at most one line on stderr, never a traceback:
+    a script reading the code must be able to tell a verdict about its input from fixer failing."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(args_list)
+        code = _dispatch(args_list)
+        sys.stdout.flush()  # a full disk shows at the flush: report it here, not at interpreter exit
+        return code
     except CliError as exc:
-        print(f"fixer: {exc}", file=sys.stderr)
+        _say(f"fixer: {exc}")
         return exc.code
     except KeyboardInterrupt:
-        print("fixer: interrupted", file=sys.stderr)
+        _say("fixer: interrupted")
         return 130
     except BrokenPipeError:
-        sys.stderr.close()  # a closed pager or `| head`: nothing left to say
+        _discard_stdout()  # a closed pager or `| head`: nothing left to say
         return OK
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRORS:
+            return _internal_error(exc)
+        _discard_stdout()
+        _say(f"fixer: cannot write the output ({exc.strerror or exc})")
+        return OUTPUT_ERROR
+    except Exception as exc:
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    if os.environ.get("FIXER_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    detail = " ".join(str(exc).split())[:200]
+    name = type(exc).__name__
+    _say(f"fixer: internal error ({name}: {detail}); please report it, with the output of FIXER_DEBUG=1")
+    return INTERNAL_ERROR
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if stderr can still take it."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def _dispatch(argv: list[str]) -> int:

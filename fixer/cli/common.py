@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from fixer.catalog import Catalog
 
 OK, NO_MATCH, USAGE, NO_TRACEBACK, NOT_APPLIED = 0, 1, 2, 3, 4
+# From sysexits.h, so a script can tell fixer's own failure from a verdict about the input.
+INTERNAL_ERROR, OUTPUT_ERROR = 70, 74
 
 
 class CliError(Exception):
