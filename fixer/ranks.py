@@ -163,9 +163,10 @@ def combine(reports: Sequence[RankReport], explain: Callable[[RankReport], Rende
         short = i < 5  # kept whole on a narrow terminal; the module path and the cause id fold instead
         width = max(len(column), *(len(row[i]) for row in rows)) if short else None
         table.add_column(column, no_wrap=short, min_width=width, overflow="fold")
-    for row in rows:
-        status = Text(row[4], style="green" if row[4] == "ok" else "red")
-        table.add_row(*row[:4], status, *row[5:])
+    for row in rows:  # as Text: a module path is the user's text, never markup
+        cells = [Text(cell) for cell in row]
+        cells[4].stylize("green" if row[4] == "ok" else "red")
+        table.add_row(*cells)
     parts: list[RenderableType] = [Text(head, style="bold"), table, Text()]
     for same_cause in _grouped([r for r in reports if r.text is not None], lambda r: r.cause):
         first = same_cause[0]

@@ -8,6 +8,11 @@ the traceback still keeps the script's frames alive, the run-time probes read th
 tensors, the process's device settings and the model, optimizer, loss and DataLoader those frames
 hold (`fixer.diagnose.live`); all of that happens only after a failure, so the hooks stay the only cost
 of a run that succeeds.
+
+The script ends as under `python script.py`: an uncaught exception goes to `sys.excepthook` (the
+script's own, if it set one), SystemExit's code becomes the exit status or a message, and Ctrl-C is
+reported as interrupted. The user sees the whole traceback; the explainer reads it through the bounds
+fixer puts on any log, since a message of megabytes is recognised by its start.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import sys
 import traceback
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -25,8 +31,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from fixer import textio
 from fixer.diagnose.findings import Finding
 from fixer.diagnose.live import probe_failure
+from fixer.diagnose.objects import guarded
+
+INTERRUPTED = 130  # what a shell reports for a process that SIGINT ended
 
 
 @dataclass(frozen=True)
@@ -137,9 +147,10 @@ class Outcome:
     """How the script ended; when it failed, what was seen while its frames were still alive."""
 
     code: int
-    text: str | None = None
+    text: str | None = None  # the traceback as the explainer reads it: bounded as a log is
     culprit: Culprit | None = None
     findings: tuple[Finding, ...] = ()
+    interrupted: bool = False  # Ctrl-C: python ends such a run by SIGINT, after its exit handlers
 
 
 def run(script: str, args: Sequence[str]) -> Outcome:
@@ -153,19 +164,89 @@ def run(script: str, args: Sequence[str]) -> Outcome:
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python script.py` does
     try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        return Outcome(code)
-    except BaseException as exc:  # the user's error: report it, never fixer's own traceback
-        text = "".join(traceback.format_exception(type(exc), exc, _from_script(exc.__traceback__, script)))
-        culprit = watch.culprit()
-        found = culprit_findings(culprit) if culprit else []
-        if isinstance(exc, Exception):  # not on Ctrl-C: whoever pressed it wants the run to end
-            found += probe_failure(exc)
-        return Outcome(1, text, culprit, _distinct(found))
+        raised = _raised(script)
+        if raised is None:
+            return Outcome(0)
+        if isinstance(raised, SystemExit):
+            return Outcome(_exit_status(raised.code))
+        return _failed(raised.with_traceback(_from_script(raised.__traceback__, script)), watch)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         for handle in handles:
             handle.remove()
-    return Outcome(0)
+
+
+def _raised(script: str) -> BaseException | None:
+    """What the script raised, to be reported outside any handler, as python's top level does: the
+    excepthook then runs with no exception being handled, and an error of its own has no context."""
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except BaseException as exc:  # the user's, whatever it is: reported as python reports it, never as fixer's
+        return exc
+    return None
+
+
+def _exit_status(code: object) -> int:
+    """The interpreter's reading of SystemExit's code: an int is the status as is (the OS keeps its low
+    byte), None is 0, and anything else is printed, its str() failing silently, for status 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return int(code)
+    with suppress(Exception):  # python too ends the line and exits 1 when the message cannot be written
+        sys.stderr.write(str(code))
+    sys.stderr.write("\n")
+    return 1
+
+
+def _failed(exc: BaseException, watch: _Watch) -> Outcome:
+    """The exception reported as python reports it, then what fixer can see while the frames live."""
+    tb = exc.__traceback__
+    status = _reported(exc, tb)
+    interrupted = status is None and isinstance(exc, KeyboardInterrupt)
+    code = status if status is not None else INTERRUPTED if interrupted else 1
+    text = _explainer_text(exc, tb)
+    if not isinstance(exc, Exception):  # Ctrl-C, or a BaseException ending the run on purpose: nothing to explain
+        return Outcome(code, text, interrupted=interrupted)
+    culprit, found = _culprit_and_findings(watch)
+    return Outcome(code, text, culprit, _distinct(found + probe_failure(exc)))
+
+
+def _reported(exc: BaseException, tb: TracebackType | None) -> int | None:
+    """`sys.excepthook`, with python's fallbacks when it fails; the exit status when the hook exits."""
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb  # what pdb.pm() in a hook reads
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except SystemExit as leaving:
+        return _exit_status(leaving.code)
+    except BaseException as error:
+        own = error.__traceback__  # starts in this frame, which python's report of the hook's error lacks
+        sys.stderr.write("Error in sys.excepthook:\n")
+        sys.__excepthook__(type(error), error, error.with_traceback(own.tb_next if own else None).__traceback__)
+        sys.stderr.write("\nOriginal exception was:\n")
+        sys.__excepthook__(type(exc), exc, tb)
+    return None
+
+
+def _explainer_text(exc: BaseException, tb: TracebackType | None) -> str:
+    """The traceback fed to textio's log bounds a slice at a time, so that no copy of a huge message is
+    made beyond the one formatted line, and what is kept is what `python script.py 2>&1 | fixer` keeps."""
+    bounded = textio.BoundedText()
+    for part in traceback.TracebackException(type(exc), exc, tb).format():
+        for start in range(0, len(part), textio.MAX_LINE_CHARS):
+            bounded.feed(part[start : start + textio.MAX_LINE_CHARS])
+    return bounded.text()
+
+
+def _culprit_and_findings(watch: _Watch) -> tuple[Culprit | None, list[Finding]]:
+    """A module that breaks when inspected (a property that raises, an override) makes the culprit a
+    could-not-check finding, as any probe does, rather than fixer's error."""
+    culprit = None
+
+    def inspect() -> list[Finding]:
+        nonlocal culprit
+        culprit = watch.culprit()
+        return culprit_findings(culprit) if culprit else []
+
+    found = guarded("module-devices", inspect)
+    return culprit, found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -245,3 +246,123 @@ def test_the_machine_probes_run_in_the_failing_process(tmp_path):
     assert "torch.cuda.is_available() is False" in said
     assert "torch-load-without-map-location · score 100/100" in said
     assert "env-cuda: CUDA is not usable here" in said
+
+
+DEVICE_ERROR = (
+    'raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices,'
+    ' cuda:0 and cpu!")\n'
+)
+PRINTING_HOOK = "import sys\nsys.excepthook = lambda t, v, tb: print('HOOK', t.__name__, file=sys.stderr)\n"
+
+# Scripts whose stdout, stderr and exit status under `fixer run` must be those of `python script.py`.
+AS_PYTHON_DOES = {
+    "exit-message": "import sys\nprint('out')\nsys.exit('bad config: lr must be positive')\n",
+    "exit-none": "import sys\nsys.exit(None)\n",
+    "exit-int": "import sys\nsys.exit(3)\n",
+    "exit-true": "import sys\nsys.exit(True)\n",
+    "exit-negative": "import sys\nsys.exit(-1)\n",
+    "exit-overflow": "import sys\nsys.exit(2**70)\n",
+    "exit-object": "class Reason:\n    def __str__(self):\n        return 'disk full'\n\nraise SystemExit(Reason())\n",
+    "exit-two-args": "raise SystemExit(1, 2)\n",
+    "exit-unprintable": "class Bad:\n    def __str__(self):\n        raise ValueError\n\nraise SystemExit(Bad())\n",
+    "error": "print('out')\nraise ValueError('boom')\n",
+    "keyboard-interrupt": "import atexit\natexit.register(print, 'saved')\nraise KeyboardInterrupt\n",
+    "hook": PRINTING_HOOK + "raise ValueError('x')\n",
+    "hook-fails": "import sys\ndef hook(*a):\n    raise TypeError('bad')\nsys.excepthook = hook\nraise ValueError(1)\n",
+    "hook-none": "import sys\nsys.excepthook = None\nraise ValueError(1)\n",
+    "hook-exits": "import sys\nsys.excepthook = lambda *a: sys.exit(5)\nraise ValueError(1)\n",
+    "hook-then-device-error": PRINTING_HOOK + DEVICE_ERROR,
+}
+
+
+def _both(script: Path) -> tuple[subprocess.Popen, subprocess.Popen]:
+    """The script under `python` and under `fixer run`, started at once."""
+    return tuple(  # type: ignore[return-value]
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for command in ([sys.executable, str(script)], [sys.executable, "-m", "fixer", "run", str(script)])
+    )
+
+
+@pytest.fixture(scope="module")
+def as_python(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[tuple[int, str, str], tuple[int, str, str]]]:
+    """Each script's (exit status, stdout, stderr) under python and under fixer run."""
+    started = {}
+    for name, source in AS_PYTHON_DOES.items():
+        script = tmp_path_factory.mktemp(name) / "train.py"
+        script.write_text(source)
+        started[name] = _both(script)
+    return {name: tuple(_ended(p) for p in processes) for name, processes in started.items()}  # type: ignore[misc]
+
+
+def _ended(process: subprocess.Popen) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=120)
+    return process.returncode, out, err
+
+
+@pytest.mark.parametrize("case", [c for c in AS_PYTHON_DOES if c != "hook-then-device-error"])
+def test_exit_status_and_messages_are_those_of_python(as_python, case: str) -> None:
+    python, fixer = as_python[case]
+    assert fixer == python
+
+
+def test_a_custom_excepthook_runs_and_the_explanation_follows(as_python) -> None:
+    (python_code, python_out, python_err), (code, out, err) = as_python["hook-then-device-error"]
+    assert (code, out) == (python_code, python_out) == (1, "")
+    assert err.startswith(python_err) and python_err == "HOOK RuntimeError\n"
+    assert "Traceback" not in err and "Most likely cause" in err
+
+
+def test_ctrl_c_ends_the_run_as_it_ends_python(tmp_path: Path) -> None:
+    """SIGINT kills python after its traceback; a shell loop stops only for a child that died of it."""
+    script = tmp_path / "train.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    results = []
+    for process in _both(script):
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        results.append((process.returncode, err))
+    (python_code, python_err), (code, err) = results
+    assert code == python_code == -signal.SIGINT
+    for said in (python_err, err):  # the line SIGINT lands on may differ: the frames are the script's alone
+        assert said.startswith("Traceback (most recent call last):\n") and said.endswith("\nKeyboardInterrupt\n")
+        assert said.count('  File "') == 1 and f'File "{script}"' in said
+
+
+HUGE_MESSAGE = 'raise RuntimeError("Expected all tensors to be on the same device" + "x" * 10_000_000)\n'
+
+# Runs a command and prints its seconds and peak RSS (KiB): the wrapper's only child is the command.
+_MEASURED = """\
+import resource, subprocess, sys, time
+start = time.monotonic()
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[-1] + ".err", "w"), check=False)
+print(time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def test_a_huge_message_is_shown_whole_and_explained_in_bounded_time_and_memory(tmp_path: Path) -> None:
+    """Against the same run with a short message, started at once: torch's import dominates both."""
+    started = []
+    for name, source in (("huge.py", HUGE_MESSAGE), ("short.py", DEVICE_ERROR)):
+        script = tmp_path / name
+        script.write_text(source)
+        command = [sys.executable, "-c", _MEASURED, sys.executable, "-m", "fixer", "run", str(script)]
+        started.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
+    (huge_s, huge_kib), (short_s, short_kib) = (map(float, p.communicate(timeout=300)[0].split()) for p in started)
+    assert huge_s < short_s + 10
+    assert huge_kib - short_kib < 150 * 1024  # the message is 10 MB; before the bound, 360 MB more
+    shown = (tmp_path / "huge.py.err").read_text()
+    assert shown.count("x" * 10_000_000) == 1 and "Most likely cause" in shown
+
+
+def test_the_explainer_gets_the_start_of_each_line_and_a_bounded_number_of_lines(tmp_path: Path) -> None:
+    from fixer import textio
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        'raise RuntimeError("Expected all tensors to be on the same device" + "x" * 1_000_000 + "\\nline" * 100_000)\n'
+    )
+    text = run(str(script), []).text
+    assert text is not None and "RuntimeError: Expected all tensors to be on the same device" in text
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= textio.MAX_LINE_CHARS and len(lines) <= 2 * textio.TAIL_LINES

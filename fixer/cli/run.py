@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import replace
 from datetime import timedelta
 from functools import cache
@@ -24,36 +27,83 @@ if TYPE_CHECKING:
 
 
 def run(script: str, script_args: list[str]) -> int:
+    """The script's own exit status, whatever fixer's report after it meets."""
     if not Path(script).is_file():
         raise CliError(f"{script}: no such file")
+    outcome, wait = _ran(script, script_args)
+    if not outcome.interrupted and (outcome.text is not None or wait is not None):
+        _report(outcome, wait)
+    return outcome.code
+
+
+def _ran(script: str, script_args: list[str]) -> tuple[Outcome, timedelta | None]:
+    """The run, and how long a rank waits for the others when torchrun started it. After Ctrl-C, fixer
+    ends as python does: by SIGINT once every exit handler has run, so the one that does it is
+    registered before torch's and the script's (they run last-in, first-out)."""
+    atexit.register(_die_of_sigint)
+    outcome = None
+    try:
+        wait = _rank_wait()
+        from fixer.runner import run
+
+        outcome = run(script, script_args)
+    finally:
+        if outcome is None or not outcome.interrupted:
+            atexit.unregister(_die_of_sigint)
+    return outcome, wait
+
+
+def _rank_wait() -> timedelta | None:
     from fixer import ranks
 
-    wait = None
-    if ranks.launched(os.environ):
-        try:
-            wait = ranks.timeout(os.environ)
-        except ValueError as exc:
-            raise CliError(str(exc)) from None
-    from fixer.runner import run
+    if not ranks.launched(os.environ):
+        return None
+    try:
+        return ranks.timeout(os.environ)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
-    outcome = run(script, script_args)
-    if outcome.text is not None:
-        sys.stderr.write(outcome.text)
-        outcome = replace(outcome, findings=(*outcome.findings, *_machine_findings(outcome.text)))
-    if wait is not None:
-        return _report_ranks(outcome, wait)
-    if outcome.text is None:
-        return outcome.code
+
+def _die_of_sigint() -> None:
+    """A shell shows 130 either way, but a shell loop or make stops only for a child that died of SIGINT."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, OSError, ValueError):  # gone or closed: nothing left to flush
+            stream.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def _report(outcome: Outcome, wait: timedelta | None) -> None:
+    """The script's traceback is out and its exit status is the answer: fixer failing after it (a broken
+    KB, a bug) is one line, never a traceback of fixer's or another exit status."""
+    from fixer.cli import _internal_error
+
+    try:
+        if outcome.text is not None:
+            outcome = replace(outcome, findings=(*outcome.findings, *_machine_findings(outcome.text)))
+        if wait is not None:
+            _report_ranks(outcome, wait)
+        else:
+            _explain(outcome)
+    except CliError as exc:
+        print(f"fixer: {exc}", file=sys.stderr)
+    except Exception as exc:
+        _internal_error(exc)
+
+
+def _explain(outcome: Outcome) -> None:
+    from rich.markup import escape
+
     from fixer import render
     from fixer.match import Matcher
 
+    assert outcome.text is not None  # only a failed run is explained
     out = render.console(stderr=True)
-    if outcome.culprit is not None:
-        out.print(f"[bold]fixer:[/bold] the failing module was {outcome.culprit.describe()}")
+    if outcome.culprit is not None:  # module paths and class names are the user's text, not markup
+        out.print(f"[bold]fixer:[/bold] the failing module was {escape(outcome.culprit.describe())}")
     result = _explained(Matcher(catalog()), outcome.text, outcome.findings)
     if result.matches:
         out.print(_explanation_view(result))
-    return outcome.code
 
 
 def _machine_findings(text: str) -> list[Finding]:
@@ -90,7 +140,7 @@ def _explanation_view(result: Explanation) -> Group:
     return Group(render.explanation(result, top=3), *(render.patch_view(patch) for patch in local_patches(result)))
 
 
-def _report_ranks(outcome: Outcome, wait: timedelta) -> int:
+def _report_ranks(outcome: Outcome, wait: timedelta) -> None:
     """Every rank takes part, failed or not: rank 0 prints the job's report even when only another rank failed."""
     from fixer import ranks, render
     from fixer.match import Matcher
@@ -118,7 +168,7 @@ def _report_ranks(outcome: Outcome, wait: timedelta) -> int:
             if reports is not None:
                 if any(r.failed for r in reports):
                     out.print(ranks.combine(reports, explain))
-                return outcome.code
+                return
         reason = f"no answer from the other ranks within {wait.total_seconds():g} s (FIXER_RANK_TIMEOUT)"
     if report.failed:
         prefix = f"[rank {report.rank}] "
@@ -127,4 +177,3 @@ def _report_ranks(outcome: Outcome, wait: timedelta) -> int:
             out.print(f"[bold]fixer:[/bold] {reason}")
             out.print(ranks.combine([report], explain))
         sys.stderr.write(ranks.prefixed(captured.get(), report.rank))
-    return outcome.code
