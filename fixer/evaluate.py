@@ -12,8 +12,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, field_validator
 
 Ranker = Callable[[str], list[str]]
+
+
+class CorpusError(Exception):
+    """A corpus that cannot be scored; the message says why on one line, for `fixer kb accuracy`."""
+
+
+class CorpusItem(BaseModel):
+    """One item as the corpus file holds it; other fields (source, cause, fix...) are for people."""
+
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True)
+
+    id: str
+    traceback: str
+    expect: tuple[str, ...] = ()
+
+    @field_validator("expect", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        """`expect: some-id` and `expect: [a, b]` (any of them is right) both appear in corpora."""
+        return (value,) if isinstance(value, str) else value or ()
+
+
+_CORPUS = TypeAdapter(list[CorpusItem])
 
 
 @dataclass(frozen=True)
@@ -51,15 +75,30 @@ class Score:
 
 
 def load_corpus(path: Path) -> list[Labelled]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-    items = []
-    for raw in data:
-        expect = raw.get("expect")
-        if not expect:
-            continue
-        wanted = tuple(expect) if isinstance(expect, list) else (expect,)
-        items.append(Labelled(id=str(raw["id"]), text=str(raw["traceback"]), expect=wanted))
-    return items
+    """The labelled items; unlabelled ones (no `expect`) are kept in the file for people, not scored."""
+    try:
+        data = yaml.safe_load(path.read_bytes())  # bytes: PyYAML honours a UTF-16 BOM
+    except OSError as exc:
+        raise CorpusError(exc.strerror or str(exc)) from None
+    except yaml.YAMLError as exc:
+        raise CorpusError(f"not YAML text ({str(exc).splitlines()[0]})") from None
+    try:
+        raw = _CORPUS.validate_python(data or [])
+    except ValidationError as exc:
+        raise CorpusError(_problem(exc)) from None
+    return [Labelled(id=item.id, text=item.traceback, expect=item.expect) for item in raw if item.expect]
+
+
+def _problem(exc: ValidationError) -> str:
+    """The first problem in the corpus's own terms (item number, field), not pydantic's model names."""
+    error = exc.errors()[0]
+    where = error["loc"]
+    if not where:
+        return "expected a list of items, each with id, traceback and expect"
+    item = f"item {int(where[0]) + 1}"
+    if len(where) == 1:
+        return f"{item}: expected a mapping with id, traceback and expect"
+    return f"{item}: {where[1]}: {error['msg']}"
 
 
 def evaluate(rank: Ranker, items: Iterable[Labelled]) -> Score:

@@ -77,15 +77,13 @@ def stats(*, as_json: bool) -> int:
 
 
 def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
-    import yaml
-
-    from fixer.evaluate import evaluate, load_corpus
+    from fixer.evaluate import CorpusError, evaluate, load_corpus
     from fixer.match import Matcher
 
     try:
         items = load_corpus(Path(corpus))
-    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
-        raise CliError(f"cannot read the corpus {corpus}: {exc}".splitlines()[0]) from None
+    except CorpusError as exc:
+        raise CliError(f"cannot read the corpus {corpus}: {exc}") from None
     matcher = Matcher(catalog())
     with progress(len(items), "scoring the corpus") as advance:
 
