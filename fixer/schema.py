@@ -23,8 +23,23 @@ def _compiles(pattern: str | None) -> str | None:
     if pattern is not None:
         try:
             re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"regex {pattern!r} does not compile: {exc}") from None
+        except (re.error, OverflowError, RecursionError) as exc:  # `a{4294967296}`, thousands of nested groups
+            raise ValueError(f"regex {pattern!r} does not compile: {exc or type(exc).__name__}") from None
+    return pattern
+
+
+# Signatures are also searched as one alternation (to find a message printed without an exception
+# type), where a global flag, a group name or a group number would mean something else or nothing.
+_NOT_JOINABLE = re.compile(r"\(\?[aiLmsux]+\)|\(\?P[<=]|\(\?<\w|\(\?\(|\\[1-9]|\\g<")
+
+
+def _joinable(pattern: str) -> str:
+    found = _NOT_JOINABLE.search(pattern)
+    if found:
+        raise ValueError(
+            f"signature {pattern!r} uses {found.group(0)!r}: signatures are searched together, so they take no "
+            "global flags (write a scoped group such as (?i:...)), named groups or backreferences"
+        )
     return pattern
 
 
@@ -38,6 +53,7 @@ class Signature(Strict):
     weight: int = Field(default=40, ge=0, le=80, description="Points a hit is worth.")
 
     _check_pattern = field_validator("pattern", "exception")(_compiles)
+    _check_joinable = field_validator("pattern")(_joinable)
 
 
 class Condition(Strict):

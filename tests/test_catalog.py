@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,67 @@ def test_known_messages_finds_a_bare_known_message(catalog):
 def test_committed_json_schema_is_current():
     committed = json.loads((ROOT / "docs" / "schema" / "entry.schema.json").read_text())
     assert committed == Entry.model_json_schema(), "run: fixer kb schema -o docs/schema/entry.schema.json"
+
+
+def _entry_with(tmp_path: Path, name: str, old: str, new: str) -> None:
+    """A copy of a real entry with one edit, under another id."""
+    text = (ROOT / "kb" / "optimizer-state-after-resume.yaml").read_text()
+    assert old in text
+    edited = text.replace(old, new, 1).replace("id: optimizer-state-after-resume", f"id: {name}", 1)
+    (tmp_path / f"{name}.yaml").write_text(edited)
+
+
+SIGNATURE = "  - pattern: Expected all tensors to be on the same device\n"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(?i)expected all tensors", "global flags"),
+        ("(?P<dev>cuda:\\\\d) and (?P=dev)", "named groups"),
+        ("(cuda:\\\\d) and \\\\1", "backreferences"),
+        ("a{4294967296}", "does not compile"),
+        ("(" * 5000 + "a" + ")" * 5000, "does not compile"),
+    ],
+    ids=["global-flag", "named-group", "backreference", "huge-repeat", "deep-nesting"],
+)
+def test_a_signature_that_cannot_be_searched_with_the_others_is_one_broken_entry(tmp_path, pattern, reason):
+    _entry_with(tmp_path, "good", "weight: 32", "weight: 32")
+    _entry_with(tmp_path, "bad", SIGNATURE, f'  - pattern: "{pattern}"\n')
+    catalog = load(tmp_path)
+    assert list(catalog.entries) == ["good"]
+    assert len(catalog.problems) == 1 and catalog.problems[0].startswith("bad.yaml: ") and reason in catalog.problems[0]
+    assert catalog.known_messages.search("Expected all tensors to be on the same device")
+
+
+def test_a_scoped_flag_group_is_a_valid_signature(tmp_path):
+    _entry_with(tmp_path, "scoped", SIGNATURE, '  - pattern: "(?i:expected ALL tensors)"\n')
+    catalog = load(tmp_path)
+    assert list(catalog.entries) == ["scoped"]
+    assert catalog.known_messages.search("expected all tensors")
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ("a: &x [1, 2]\nb: [*x, *x]\n", "aliases"),
+        ("id: x\nnested: " + "[" * 40 + "]" * 40 + "\n", "nests deeper"),
+        ("- " * 50_000 + "x\n", "nest"),
+        ("id: x\nsummary: " + "a" * 1_100_000 + "\n", "more than an entry can be"),
+    ],
+    ids=["alias", "deep-flow", "50000-deep-block", "oversized"],
+)
+def test_hostile_yaml_is_one_broken_entry(tmp_path, document, reason):
+    (tmp_path / "hostile.yaml").write_text(document)
+    catalog = load(tmp_path)
+    assert not catalog.entries
+    assert len(catalog.problems) == 1 and catalog.problems[0].startswith("hostile.yaml: ")
+    assert reason in catalog.problems[0]
+
+
+def test_a_fifo_named_like_an_entry_is_skipped_without_blocking(tmp_path):
+    _entry_with(tmp_path, "good", "weight: 32", "weight: 32")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    catalog = load(tmp_path)
+    assert list(catalog.entries) == ["good"]
+    assert catalog.problems == ("pipe.yaml: not a regular file",)

@@ -32,6 +32,8 @@ def catalog() -> Catalog:
         raise CliError(str(exc)) from None
     if loaded.problems:
         print(f"fixer: skipped {len(loaded.problems)} broken KB file(s); run `fixer kb lint`", file=sys.stderr)
+    if not len(loaded):
+        raise CliError(f"the knowledge base at {loaded.root} has no usable entry; run `fixer kb lint`")
     return loaded
 
 
