@@ -55,6 +55,9 @@ _SHAPES: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
+# A source line longer than this is generated or minified code, not a line a rule can read.
+MAX_CODE_CHARS = 1_000
+
 _OP_WRAPPER = re.compile(r"^wrapper_(?:[A-Z][A-Za-z]*_)?")  # codegen prefix and dispatch key
 _OP_LEGACY = re.compile(r"^_thnn_|^_th_")  # TH/THNN names before 1.10
 
@@ -131,8 +134,10 @@ def extract(tb: Traceback) -> Evidence:
         argument=groups.get("arg"),
         op=normalise_op(groups.get("op")),
         libraries=frozenset(f.library for f in frames if f.library),
-        frame_lines=tuple(f"{normalise_path(f.path)}:{f.function or ''}: {f.code or ''}" for f in frames),
-        user_code=tuple(f.code for f in frames if f.is_user and f.code),
+        frame_lines=tuple(
+            f"{normalise_path(f.path)}:{f.function or ''}: {(f.code or '')[:MAX_CODE_CHARS]}" for f in frames
+        ),
+        user_code=tuple(f.code[:MAX_CODE_CHARS] for f in frames if f.is_user and f.code),
         text=tb.text,
         dtype_only=dtype_only,
         user_source=user_scopes(frames),

@@ -335,6 +335,8 @@ def _replacement(value: str | Callable[[re.Match[str]], str], pattern: re.Patter
         if "\\" in value:
             raise UntranslatableRegex(f"replacement template {value!r}")
         return {"text": value}
+    if value is _normalise.path_to_placeholder:
+        return {"py_path": _python_regex(_normalise._PY_SUFFIX)}
     # The one callable rule turns a device name into its upper-cased kind: prove it on samples.
     for sample in ("cuda:0", "mps", "xla:3", "npu", "hpu:1", "xpu"):
         found = pattern.search(sample)
@@ -432,6 +434,8 @@ def matcher_data(catalog: Catalog) -> dict[str, Any]:
             "RESEMBLANCE": _match.RESEMBLANCE,
             "MIN_SCORE": _match.MIN_SCORE,
             "MAX_MESSAGE_LINES": _parse._MAX_MESSAGE_LINES,
+            "MAX_MESSAGE_CHARS": _parse.MAX_MESSAGE_CHARS,
+            "MAX_CODE_CHARS": _evidence.MAX_CODE_CHARS,
         },
         "torch_subpackages": sorted(_libraries._TORCH_SUBPACKAGES),
         "patterns": patterns(),

@@ -11,12 +11,24 @@ from collections.abc import Callable
 
 VERSION = 1
 
+_PY_SUFFIX = re.compile(r"\.py\w?")
+
+
+def path_to_placeholder(found: re.Match[str]) -> str:
+    """A path-like run up to its last `.py` name becomes <PATH>. Matching the run first and looking
+    for the suffix inside it keeps this linear: a pattern that must end in `.py` rescans a long run
+    of `/a/a/a...` from every slash."""
+    token = found.group(0)
+    end = max((suffix.end() for suffix in _PY_SUFFIX.finditer(token)), default=None)
+    return token if end is None else "<PATH>" + token[end:]
+
+
 _Replacement = str | Callable[[re.Match[str]], str]
 _RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
         (r"0x[0-9a-fA-F]+", "<ADDR>"),
-        (r"(?:[A-Za-z]:)?(?:[\\/][\w.\- ]+)+\.py\w?", "<PATH>"),
+        (r"(?:[A-Za-z]:)?(?:[\\/][\w.\- ]+)+", path_to_placeholder),
         (r"torch\.cuda\.\w+Tensor|CUDA\w*Type", "<CUDA_TYPE>"),
         (r"MPS\w*Type", "<MPS_TYPE>"),
         (

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from fixer.libraries import library_of
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+# CSI colour codes, OSC strings (terminal hyperlinks: ESC ]8;;URI ESC \\ text ESC ]8;; ESC \\) and 2-byte escapes.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
 # Keras wraps the inner message in bold; when a page loses ESC, `[1m`/`[0m` remain.
 _ANSI_LEFTOVER = re.compile(r"\[(?:0|1|22|3\d|9\d)m")
 # A line that starts a new log record (a timestamp, a progress bar, a logger), not a message's continuation.
 _LOG_LINE = re.compile(r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )")
-_RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?")
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d{1,7})\]:[ ]?")
 # IPython prints the exception type on the header line: `RuntimeError    Traceback (most recent call last)`.
 _TRACEBACK_HEADER = re.compile(r"^\s*(?:(?P<type>[\w.]+)\s+)?Traceback \(most recent call last\):?\s*$")
 _CHAIN_SEPARATOR = re.compile(
@@ -43,12 +44,16 @@ _EXCEPTION_LINE = re.compile(
     r"(?:\s*[:：]\s?(?P<message>.*))?$"
 )
 _FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
-# Markdown links that issue trackers and notebooks wrap around paths: `[Cell In[5]](vscode-...)`.
-_LINK = re.compile(r"\[([^\]\n]*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
+# Markdown links that issue trackers and notebooks wrap around paths: `[Cell In[5]](vscode-...)`. The text
+# holds brackets one level deep at most, so a run of `[` costs one step each, not a scan to the line's end.
+_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
 _QUOTED = re.compile(r"^> ?", re.M)
 # Two processes writing to one terminal can glue their lines: `RuntimeErrorRuntimeError: ...`.
 _REPEATED = re.compile(r"(\w+?)\1+")
 _MAX_MESSAGE_LINES = 60
+# The sentences that identify a device error fit in a few lines; past this a message is a tensor or
+# graph dump, which every signature would otherwise scan in full.
+MAX_MESSAGE_CHARS = 8_000
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ class Traceback:
     chain: tuple[RaisedException, ...] = ()
     rank: int | None = None
     ranks: tuple[int, ...] = ()
-    text: str = ""
+    text: str = field(default="", compare=False)  # the whole cleaned paste: context, not the traceback
 
     @property
     def exception(self) -> str | None:
@@ -163,7 +168,7 @@ def _known_message(lines: list[str], known: re.Pattern[str] | None) -> str | Non
             end = start + 1
             while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
                 end += 1
-            return "\n".join(lines[start:end]).strip()
+            return "\n".join(lines[start:end]).strip()[:MAX_MESSAGE_CHARS]
     return None
 
 
@@ -237,13 +242,12 @@ class _Scanner:
             return None
         groups = match.groupdict()
         path = groups["path"].strip()
-        number = int(groups["line"]) if groups.get("line") else None
+        number = _line_number(groups.get("line"))
         function = (groups.get("function") or "").strip() or None
         code, self.i = _code_after(self.lines, i + 1)
-        if code is not None and number is None:
-            arrow = _IPY_ARROW.match(code)
-            if arrow:
-                number, code = int(arrow.group("line")), arrow.group("code").strip()
+        arrow = _IPY_ARROW.match(code) if code is not None else None
+        if arrow:  # IPython marks the failing line with an arrow and its number: keep only the code
+            number, code = number or _line_number(arrow.group("line")), arrow.group("code").strip()
         if path.startswith(("Cell In", "Input In")):
             function = function or "<cell>"
         return Frame(path=path, line=number, function=function, code=code, library=library_of(path))
@@ -277,7 +281,7 @@ class _Scanner:
                 blank_run = 0
             message_lines.append(line)
             self.i += 1
-        message = "\n".join(message_lines).strip()
+        message = "\n".join(message_lines).strip()[:MAX_MESSAGE_CHARS]
         repeated = _REPEATED.fullmatch(type_name)
         self.current.append(
             RaisedException(
@@ -307,6 +311,11 @@ class _Scanner:
             self.current.append(RaisedException(type=self.header_type, message="", frames=tuple(self.frames)))
         self.frames = []
         self.in_traceback = False
+
+
+def _line_number(digits: str | None) -> int | None:
+    """A frame's line number; None for what no file has (and int() refuses past 4300 digits)."""
+    return int(digits) if digits and len(digits) <= 9 else None
 
 
 def _frame_match(line: str) -> re.Match[str] | None:

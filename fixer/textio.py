@@ -7,6 +7,7 @@ the lines after it, and can pass every byte through to the terminal as it arrive
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import re
 import sys
@@ -39,10 +40,10 @@ class BoundedText:
         self._last_nonblank = ""
 
     def feed(self, chunk: str) -> None:
-        parts = _LINE_END.split(self._partial + chunk)
-        self._partial = parts.pop()
-        if len(self._partial) > MAX_LINE_CHARS:
-            self._partial = self._partial[:MAX_LINE_CHARS]
+        data = self._partial + chunk
+        held = data.endswith("\r")  # CR, or the first half of a CRLF the next chunk completes
+        parts = _LINE_END.split(data[:-1] if held else data)
+        self._partial = parts.pop()[:MAX_LINE_CHARS] + ("\r" if held else "")
         for line in parts:
             self._add(line[:MAX_LINE_CHARS])
 
@@ -59,7 +60,7 @@ class BoundedText:
 
     def text(self) -> str:
         if self._partial:
-            self._add(self._partial)
+            self._add(self._partial.removesuffix("\r"))
             self._partial = ""
         tail_start = self.count - len(self.tail)
         if self.anchor_start < 0 or self.anchor_start >= tail_start:
@@ -75,19 +76,88 @@ def _chunks(read: Callable[[int], bytes]) -> Iterable[bytes]:
 
 def collect(chunks: Iterable[bytes], echo: BinaryIO | None = None) -> str:
     """Decode and bound a byte stream; with `echo`, write every chunk through as soon as it arrives."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    decoder = _Decoder()
     bounded = BoundedText()
-    first = True
     for chunk in chunks:
         if echo is not None:
             echo.write(chunk)
             echo.flush()
-        if first and b"\x00" in chunk[:8192]:
-            raise InputError("the input looks binary (it contains NUL bytes); give fixer a text log or traceback")
-        first = False
         bounded.feed(decoder.decode(chunk))
     bounded.feed(decoder.decode(b"", final=True))
     return bounded.text()
+
+
+class _Decoder:
+    """Bytes to text, whatever wrote the log: UTF-8 or, from PowerShell's redirection, UTF-16/32 with
+    or without a byte-order mark, told by where the NUL bytes fall. A hole of NUL bytes at the start
+    (a log truncated while its writer kept its offset) is skipped, stray NULs are dropped, and data
+    that does not decode to text is refused."""
+
+    SNIFF_BYTES = 8192
+    _BOMS = (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    )
+
+    def __init__(self) -> None:
+        self._hole = 0  # NUL bytes skipped at the start
+        self._head = b""  # bytes kept until the encoding is known
+        self._decoder: codecs.IncrementalDecoder | None = None
+
+    def decode(self, chunk: bytes, *, final: bool = False) -> str:
+        if self._decoder is None:
+            if not self._head:
+                stripped = chunk.lstrip(b"\x00")
+                self._hole += len(chunk) - len(stripped)
+                # keep the hole's last NULs up to a code unit's alignment: UTF-16-BE text starts with one
+                chunk = b"\x00" * (self._hole % 4) + stripped if stripped else b""
+            self._head += chunk
+            if len(self._head) < self.SNIFF_BYTES and not final:
+                return ""
+            if not self._head:
+                if self._hole:
+                    raise InputError("the input looks binary (only NUL bytes); give fixer a text log or traceback")
+                return ""
+            self._decoder = codecs.getincrementaldecoder(_encoding(self._head))(errors="replace")
+            chunk, self._head = self._head, b""
+            text = self._decoder.decode(chunk, final=final)
+            if _looks_binary(text[: self.SNIFF_BYTES]):
+                raise InputError("the input looks binary, not like text; give fixer a text log or traceback")
+            return text.replace("\x00", "")
+        return self._decoder.decode(chunk, final=final).replace("\x00", "")
+
+
+def _encoding(head: bytes) -> str:
+    for bom, encoding in _Decoder._BOMS:
+        if head.startswith(bom):
+            return encoding
+    zeros = [0, 0, 0, 0]
+    for offset in range(4):
+        zeros[offset] = head[offset::4].count(0)
+    quarter = max(len(head) // 4, 1)
+    if min(zeros[1:]) > 0.9 * quarter and zeros[0] < 0.5 * quarter:
+        return "utf-32-le"
+    if min(zeros[:3]) > 0.9 * quarter and zeros[3] < 0.5 * quarter:
+        return "utf-32-be"
+    even, odd = zeros[0] + zeros[2], zeros[1] + zeros[3]
+    half = max(len(head) // 2, 1)
+    if odd > 0.7 * half and even < 0.3 * half:
+        return "utf-16-le"
+    if even > 0.7 * half and odd < 0.3 * half:
+        return "utf-16-be"
+    return "utf-8"
+
+
+_TEXT_CONTROLS = frozenset("\t\n\r\x0b\x0c\x1b\x08\x07")
+
+
+def _looks_binary(text: str) -> bool:
+    """Over a tenth of undecodable bytes, NULs or control characters a terminal would not print."""
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in _TEXT_CONTROLS) or "\x7f" <= c <= "\x9f")
+    return odd * 10 > len(text)
 
 
 def read_file(path: str) -> str:
@@ -107,12 +177,20 @@ def read_file(path: str) -> str:
 
 def read_stdin(*, echo: bool = False) -> str:
     """Standard input in chunks as they arrive (os.read returns early), so echoing stays live."""
-    fd = sys.stdin.fileno()
+    closed = InputError("standard input is closed; pipe a log or give a file")
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # started with fd 0 closed: sys.stdin is None
+        raise closed from None
     out = sys.stdout.buffer if echo else None
     try:
         return collect(_chunks(lambda n: os.read(fd, n)), echo=out)
     except KeyboardInterrupt:
         raise InputError("interrupted before the input ended") from None
+    except OSError as exc:
+        if exc.errno == errno.EBADF:
+            raise closed from None
+        raise InputError(f"cannot read standard input ({exc.strerror or exc})") from None
 
 
 def stdin_is_terminal() -> bool:

@@ -260,3 +260,80 @@ def test_a_bug_in_fixer_is_one_line_and_exit_70(monkeypatch, capsys):
     monkeypatch.setenv("FIXER_DEBUG", "1")
     assert main(["explain", "--example"]) == INTERNAL_ERROR
     assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+def test_random_bytes_are_binary_input_exit_2_on_one_line(tmp_path):
+    import random
+
+    noise = random.Random(0).randbytes(100_000).replace(b"\x00", b"")
+    (tmp_path / "noise.bin").write_bytes(noise)
+    for result in (
+        fixer("explain", str(tmp_path / "noise.bin")),
+        fixer("explain", "-", stdin=noise),
+        fixer(stdin=noise),
+    ):
+        assert result.returncode == USAGE
+        lines = result.stderr.decode().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("fixer: ") and "binary" in lines[0]
+
+
+def test_a_powershell_utf16_log_with_stray_nul_bytes_is_explained(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_bytes(
+        "\ufeffepoch 1\r\nepoch 2\x00\r\n".encode("utf-16-le") + VAR.replace("\n", "\r\n").encode("utf-16-le")
+    )
+    for result in (fixer("explain", "--json", str(log)), fixer("explain", "--json", "-", stdin=log.read_bytes())):
+        assert result.returncode == OK, result.stderr
+        assert json.loads(result.stdout)["matches"][0]["id"] == "optimizer-state-after-resume"
+
+
+@pytest.mark.parametrize("stdin", ["", "\n \n"])
+def test_explain_json_on_empty_input_prints_the_no_traceback_document(stdin):
+    result = fixer("explain", "--json", "-", stdin=stdin)
+    assert result.returncode == NO_TRACEBACK
+    document = json.loads(result.stdout)
+    assert document == json.loads(fixer("explain", "--json", "-", stdin="all good\n").stdout)
+    assert document["traceback"] is None and document["matches"] == []
+
+
+@pytest.mark.parametrize("args", [("explain", "-"), ("explain", "--json"), ()])
+def test_closed_stdin_is_one_line_and_exit_2(args):
+    import os
+
+    result = subprocess.run(
+        [sys.executable, "-m", "fixer", *args],
+        capture_output=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert result.returncode == USAGE
+    assert result.stderr.decode().splitlines() == ["fixer: standard input is closed; pipe a log or give a file"]
+    assert result.stdout == b""
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        (Path(__file__).resolve().parents[1] / "docs" / "assets" / "screenshot-entry.png").read_bytes(),
+        bytes(range(256)) * 64,
+        b"- just\n- strings\n",
+        b"a plain string\n",
+        b"- id: var\n  expect: optimizer-state-after-resume\n",
+    ],
+    ids=["png", "bytes", "list-of-strings", "string", "missing-traceback"],
+)
+def test_kb_accuracy_on_an_unusable_corpus_is_one_line_and_exit_2(tmp_path, capsys, content):
+    corpus = tmp_path / "corpus.yaml"
+    corpus.write_bytes(content)
+    assert main(["kb", "accuracy", str(corpus)]) == USAGE
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"fixer: cannot read the corpus {corpus}: ")
+
+
+def test_an_empty_knowledge_base_is_unusable_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FIXER_KB", str(tmp_path))
+    assert main(["explain", "--example"]) == USAGE
+    assert (
+        capsys.readouterr().err == f"fixer: the knowledge base at {tmp_path} has no usable entry; run `fixer kb lint`\n"
+    )

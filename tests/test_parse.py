@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixer.parse import clean, parse
+from fixer.parse import MAX_MESSAGE_CHARS, clean, parse
 
 CASES = yaml.safe_load((Path(__file__).parent / "fixtures" / "parser_cases.yaml").read_text())
 
@@ -104,3 +104,42 @@ def test_plain_text_has_no_traceback():
 def test_clean_strips_markdown_links_but_not_code():
     text = "Cell In[5], [line 1](vscode-notebook-cell:?execution_count=5&line=1)\nout = layers[0](x)"
     assert clean(text) == "Cell In[5], line 1\nout = layers[0](x)"
+
+
+def test_terminal_hyperlinks_leave_only_their_text(known):
+    # Terminals that print frames as OSC 8 hyperlinks (`ESC ]8;;URI ESC \ text ESC ]8;; ESC \`) around a real paste.
+    item = case("full-torchsummary-input-weight-type")
+    plain = parse(item["text"], known)
+
+    def linked(line: str) -> str:
+        if '"' not in line:
+            return line
+        head, path, tail = line.split('"', 2)
+        return f'{head}"\x1b]8;;file://{path}\x1b\\{path}\x1b]8;;\x1b\\"{tail}'
+
+    tb = parse("\n".join(linked(line) for line in item["text"].split("\n")), known)
+    assert (tb.exception, tb.message, tb.frames) == (plain.exception, plain.message, plain.frames)
+
+
+def test_a_link_text_keeps_one_level_of_brackets():
+    assert clean("[Cell In[5]](vscode-notebook-cell:?execution_count=5)") == "Cell In[5]"
+
+
+def test_numbers_no_file_or_rank_has_are_read_without_failing(known):
+    message = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    )
+    huge = "9" * 5000
+    frame = parse(
+        f'Traceback (most recent call last):\n  File "train.py", line {huge}, in step\n    loss.backward()\n{message}\n'
+    )
+    assert frame is not None and frame.frames[0].line is None and frame.frames[0].code == "loss.backward()"
+    rank = parse(f"[rank{huge}]: {message}\n", known)
+    assert rank is not None and rank.ranks == () and rank.message.endswith("cuda:0 and cpu!")
+
+
+def test_a_huge_message_is_cut_to_its_leading_part():
+    message = "RuntimeError: Expected all tensors to be on the same device\n" + ("0.1234 " * 1000 + "\n") * 50
+    tb = parse(message)
+    assert tb is not None and len(tb.message) == MAX_MESSAGE_CHARS
+    assert tb.message.startswith("Expected all tensors to be on the same device")

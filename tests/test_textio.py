@@ -1,6 +1,12 @@
 from __future__ import annotations
 
+import codecs
 import io
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +80,97 @@ def test_directory_and_missing_file_are_refused(tmp_path):
         read_file(str(tmp_path))
     with pytest.raises(InputError, match="no such file"):
         read_file(str(tmp_path / "nope.log"))
+
+
+def test_a_log_with_stray_nul_bytes_is_explained_without_them():
+    data = _log(before=200, after=5)
+    text = collect(_chunks(data[:1000] + b"\x00\x00" + data[1000:3000] + b"\x00" + data[3000:]))
+    assert "\x00" not in text
+    assert parse(text) == parse(CREAM)
+
+
+def test_a_truncated_then_appended_log_is_read_past_its_hole_of_nul_bytes():
+    text = collect(_chunks(b"\x00" * 100_000 + _log(before=20, after=5)))
+    assert parse(text) == parse(CREAM)
+
+
+BOMS = {"utf-8": codecs.BOM_UTF8, "utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE}
+
+
+@pytest.mark.parametrize(
+    ("encoding", "bom"),
+    [
+        ("utf-8", True),
+        ("utf-16-le", True),
+        ("utf-16-be", True),
+        ("utf-16-le", False),
+        ("utf-16-be", False),
+        ("utf-32-le", True),
+        ("utf-32-be", True),
+        ("utf-32-le", False),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 777, 1 << 16])
+def test_unicode_logs_decode_with_or_without_a_bom(encoding, bom, chunk):
+    log = _log(before=40, after=3).decode()
+    mark = {"utf-32-le": codecs.BOM_UTF32_LE, "utf-32-be": codecs.BOM_UTF32_BE, **BOMS}[encoding] if bom else b""
+    text = collect(_chunks(mark + log.encode(encoding), chunk))
+    assert text == collect([log.encode()])
+    assert parse(text) == parse(CREAM)
+
+
+def _binaries() -> list[bytes]:
+    noise = random.Random(0).randbytes(100_000)
+    png = Path(__file__).resolve().parents[1] / "docs" / "assets" / "screenshot-entry.png"
+    return [noise, noise.replace(b"\x00", b""), png.read_bytes(), Path(sys.executable).resolve().read_bytes()]
+
+
+@pytest.mark.parametrize("data", _binaries(), ids=["random", "random-without-nul", "png", "elf"])
+@pytest.mark.parametrize("chunk", [1, 4096])
+def test_binary_data_is_refused_however_it_arrives(data, chunk):
+    with pytest.raises(InputError, match="binary"):
+        collect(_chunks(data[: 1 << 16], chunk))
+
+
+def test_a_file_of_nul_bytes_is_binary():
+    with pytest.raises(InputError, match="binary"):
+        collect([b"\x00" * 10_000])
+
+
+def test_crlf_split_between_any_two_chunks_reads_like_the_whole_text():
+    log = _log(before=3, after=3).decode().replace("\n", "\r\n")
+    whole = BoundedText()
+    whole.feed(log)
+    expected = whole.text()
+    assert parse(expected) == parse(CREAM)
+    for cut in range(1, len(log)):
+        bounded = BoundedText()
+        bounded.feed(log[:cut])
+        bounded.feed(log[cut:])
+        assert bounded.text() == expected, cut
+
+
+def test_a_lone_carriage_return_at_the_end_still_ends_a_line():
+    bounded = BoundedText()
+    bounded.feed("10%\r")
+    bounded.feed("20%\r")
+    assert bounded.text() == "10%\n20%"
+
+
+@pytest.mark.parametrize("stdin", ["closed", "none"])
+def test_closed_stdin_is_an_input_error(stdin):
+    code = (
+        "import sys\n"
+        "from fixer.textio import InputError, read_stdin\n"
+        + ("sys.stdin = None\n" if stdin == "none" else "")
+        + "try:\n    read_stdin()\nexcept InputError as exc:\n    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert result.stderr == b""
+    assert b"standard input" in result.stdout

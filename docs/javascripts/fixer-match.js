@@ -80,6 +80,16 @@ export function roundHalfEven(x) {
   return floor % 2 === 0 ? floor : floor + 1;
 }
 
+/** Python's `text[:n]`: the first n code points. */
+function codePoints(text, n) {
+  return text.length <= n ? text : Array.from(text).slice(0, n).join("");
+}
+
+/** parse._line_number: digits past nine name no line of any file. */
+function lineNumber(digits) {
+  return digits && Array.from(digits).length <= 9 ? pyInt(digits) : null;
+}
+
 function rsplitLast(text, sep) {
   const at = text.lastIndexOf(sep);
   return at < 0 ? text : text.slice(at + sep.length);
@@ -144,7 +154,7 @@ function knownMessage(data, lines) {
     if (search(data.known_messages, lines[start])) {
       let end = start + 1;
       while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
-      return strip(data, lines.slice(start, end).join("\n"));
+      return codePoints(strip(data, lines.slice(start, end).join("\n")), data.constants.MAX_MESSAGE_CHARS);
     }
   }
   return null;
@@ -262,16 +272,14 @@ class Scanner {
     const m = frameMatch(this.data, this.lines[i]);
     if (!m) return null;
     const path = strip(this.data, group(m, "path"));
-    let number = group(m, "line") ? pyInt(group(m, "line")) : null;
+    let number = lineNumber(group(m, "line"));
     let fn = strip(this.data, group(m, "function") || "") || null;
     let [code, next] = codeAfter(this.data, this.lines, i + 1);
     this.i = next;
-    if (code !== null && number === null) {
-      const arrow = matchAt(this.p.ipy_arrow.source, code);
-      if (arrow) {
-        number = pyInt(group(arrow, "line"));
-        code = strip(this.data, group(arrow, "code"));
-      }
+    const arrow = code !== null ? matchAt(this.p.ipy_arrow.source, code) : null;
+    if (arrow) {
+      number = number || lineNumber(group(arrow, "line"));
+      code = strip(this.data, group(arrow, "code"));
     }
     if (path.startsWith("Cell In") || path.startsWith("Input In")) fn = fn || "<cell>";
     return { path, line: number, function: fn, code, library: libraryOf(this.data, path) };
@@ -308,7 +316,7 @@ class Scanner {
       messageLines.push(line);
       this.i += 1;
     }
-    const message = strip(this.data, messageLines.join("\n"));
+    const message = codePoints(strip(this.data, messageLines.join("\n")), this.data.constants.MAX_MESSAGE_CHARS);
     const repeated = fullmatch(p.repeated.source, typeName);
     this.current.push({
       type: repeated ? repeated[1] : typeName,
@@ -443,8 +451,12 @@ export function extract(data, tb) {
     argument: g("arg"),
     op: normaliseOp(data, g("op")),
     libraries: new Set(frames.filter((f) => f.library).map((f) => f.library)),
-    frameLines: frames.map((f) => `${normalisePath(f.path)}:${f.function || ""}: ${f.code || ""}`),
-    userCode: frames.filter((f) => f.library === null && f.code).map((f) => f.code),
+    frameLines: frames.map(
+      (f) => `${normalisePath(f.path)}:${f.function || ""}: ${codePoints(f.code || "", data.constants.MAX_CODE_CHARS)}`,
+    ),
+    userCode: frames
+      .filter((f) => f.library === null && f.code)
+      .map((f) => codePoints(f.code, data.constants.MAX_CODE_CHARS)),
     text: tb.text,
     dtypeOnly,
     deviceKinds: sortedStrings(devices.map(deviceKind)),
@@ -454,11 +466,23 @@ export function extract(data, tb) {
 
 // ---- normalise.py -------------------------------------------------------------------------------
 
+/** normalise._path: a path-like run up to its last `.py` name becomes <PATH>. */
+function pyPath(suffix, token) {
+  let end = null;
+  for (const m of token.matchAll(new RegExp(suffix, "gu"))) end = m.index + m[0].length;
+  return end === null ? token : "<PATH>" + token.slice(end);
+}
+
 export function normalise(data, message) {
   let text = message;
   for (const rule of data.patterns.normalise) {
     const r = rule.replacement;
-    text = sub(rule.source, text, r.upper_group ? (...m) => `<${m[r.upper_group].toUpperCase()}>` : () => r.text);
+    const replace = r.upper_group
+      ? (...m) => `<${m[r.upper_group].toUpperCase()}>`
+      : r.py_path
+        ? (m) => pyPath(r.py_path.source, m)
+        : () => r.text;
+    text = sub(rule.source, text, replace);
   }
   return strip(data, text);
 }

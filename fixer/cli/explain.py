@@ -23,7 +23,7 @@ def example_text(entry_id: str) -> str:
 def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_input: bool = False) -> int:
     from fixer.match import Matcher
 
-    if not text.strip():
+    if not text.strip() and not as_json:  # a script reading --json gets the no-traceback document
         if passthrough:
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
