@@ -14,17 +14,19 @@ from functools import lru_cache
 from pathlib import Path
 
 from fixer.parse import Frame
+from fixer.patching.targets import user_files
 
 MAX_BYTES = 2_000_000
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def user_scopes(frames: Iterable[Frame]) -> tuple[str, ...]:
-    """Source of the scopes enclosing each user frame's line, innermost first, without repeats."""
+    """Source of the scopes enclosing each user frame's line, innermost first, without repeats; only
+    in the files the traceback saw (`targets.locate`), never another file that has the same name."""
     seen: dict[str, None] = {}
-    for frame in frames:
-        if frame.is_user and frame.line:
-            for text in _scopes_at(frame.path, frame.line):
+    for path, lines in user_files(frames).items():
+        for line in reversed(lines):
+            for text in _scopes_at(str(path), line):
                 seen.setdefault(text, None)
     return tuple(seen)
 

@@ -105,11 +105,12 @@ def local_patches(result: Explanation) -> list[Patch]:
     if result.traceback is None or not result.matches:
         return []
     codemod = result.matches[0].entry.fix.codemod
-    if codemod not in registry.CODEMODS or not user_files(result.traceback):
+    files = user_files(result.traceback) if codemod in registry.CODEMODS else {}
+    if not files:
         return []
     from fixer.patching.plan import propose
 
-    return propose(result.traceback, result.matches[0])
+    return propose(files, result.matches[0])
 
 
 def _print_explanation(result: Explanation, top: int, passthrough: bool, patches: list[Patch]) -> None:

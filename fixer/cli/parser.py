@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     patch.add_argument("--apply", action="store_true", help="write the patch after asking (see --yes)")
     patch.add_argument("--yes", action="store_true", help="with --apply: do not ask")
     patch.add_argument("--unsafe", action="store_true", help="with --apply: also write unsafe patches")
+    patch.add_argument(
+        "--root",
+        metavar="DIR",
+        help="with --apply: the project whose files may be written (default: the current directory)",
+    )
     patch.add_argument("--entry", metavar="ID", help="use this KB entry's fix instead of the best match")
     patch.add_argument("--json", action="store_true", help="the patches as JSON")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fixer.cli.common import NO_MATCH, NO_TRACEBACK, NOT_APPLIED, OK, CliError, catalog
@@ -33,8 +34,13 @@ def patch(text: str, args: argparse.Namespace) -> int:
     if match is None:
         raise CliError("no KB entry matches this error, so there is nothing to patch", NO_MATCH)
     from fixer.patching.plan import propose
+    from fixer.patching.targets import locate
 
-    patches = propose(result.traceback, match)
+    root = _root(args.root)
+    located = locate(result.traceback)
+    for skipped in located.skipped:
+        print(f"fixer: {skipped.path}: skipped: {skipped.reason}", file=sys.stderr)
+    patches = propose(located.files, match)
     if args.json:
         from fixer.report import patch_out
 
@@ -51,7 +57,14 @@ def patch(text: str, args: argparse.Namespace) -> int:
             out.print(render.patch_view(patch))
     if not args.apply:
         return OK
-    return _apply(patches, yes=args.yes, unsafe=args.unsafe)
+    return _apply(patches, root, yes=args.yes, unsafe=args.unsafe)
+
+
+def _root(option: str | None) -> Path:
+    root = Path(option) if option else Path.cwd()
+    if not root.is_dir():
+        raise CliError(f"--root {option}: not a directory")
+    return root
 
 
 def _explain_no_patch(match: Match) -> None:
@@ -62,7 +75,7 @@ def _explain_no_patch(match: Match) -> None:
         print(f"  {number}. {' '.join(step.split())}")
 
 
-def _apply(patches: list[Patch], *, yes: bool, unsafe: bool) -> int:
+def _apply(patches: list[Patch], root: Path, *, yes: bool, unsafe: bool) -> int:
     from fixer.patching.apply import PatchError, apply
 
     chosen = [p for p in patches if p.applicability == "safe" or unsafe]
@@ -76,7 +89,7 @@ def _apply(patches: list[Patch], *, yes: bool, unsafe: bool) -> int:
         return NOT_APPLIED
     for patch in chosen:
         try:
-            apply(patch)
+            apply(patch, root)
         except PatchError as exc:
             print(f"fixer: {exc}", file=sys.stderr)
             return NOT_APPLIED
@@ -85,12 +98,13 @@ def _apply(patches: list[Patch], *, yes: bool, unsafe: bool) -> int:
 
 
 def _consent(patches: list[Patch]) -> bool:
-    """Ask on the terminal itself: stdin may be the piped traceback."""
+    """Ask on the terminal itself: stdin may be the piped traceback. Unbuffered bytes, because a
+    terminal cannot seek and a text wrapper over a read-write file insists on it."""
     names = ", ".join(str(p.path) for p in patches)
     try:
-        with open("/dev/tty", "r+", encoding="utf-8") as tty:
-            tty.write(f"Apply {len(patches)} patch(es) to {names}? [y/N] ")
-            tty.flush()
-            return tty.readline().strip().lower() in {"y", "yes"}
+        with open("/dev/tty", "r+b", buffering=0) as tty:
+            tty.write(f"Apply {len(patches)} patch(es) to {names}? [y/N] ".encode())
+            answer = tty.readline().decode(errors="replace")
     except OSError:
         raise CliError("no terminal to ask for consent; pass --yes to apply without asking", NOT_APPLIED) from None
+    return answer.strip().lower() in {"y", "yes"}

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixer.match import Match
-from fixer.parse import Traceback
 from fixer.patching import registry
 from fixer.patching.base import Safety, Target, run
-from fixer.patching.targets import user_files
 
 
 @dataclass(frozen=True)
@@ -50,14 +48,15 @@ class Patch:
         )
 
 
-def propose(tb: Traceback, match: Match) -> list[Patch]:
-    """The patches the match's codemod makes to the user's files; empty when it has none to make."""
+def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
+    """The patches the match's codemod makes to the traceback's files (`targets.locate`): none when it
+    has none to make."""
     codemod_id = match.entry.fix.codemod
     if codemod_id is None or codemod_id not in registry.CODEMODS:
         return []
     codemod = registry.load(codemod_id)
     patches = []
-    for path, lines in user_files(tb).items():
+    for path, lines in files.items():
         try:
             before = path.read_bytes().decode("utf-8")  # bytes: keep the file's own line endings
         except (OSError, UnicodeDecodeError):

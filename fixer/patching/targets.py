@@ -1,24 +1,97 @@
-"""The user's own files a traceback names, present on this machine: the only files fixer may patch.
+"""The user's own files a traceback names and saw: the only files fixer may read as its source or patch.
+
+A frame names a path, but the file at that path here may not be the file that ran: a relative path
+resolves against wherever fixer runs, and a checkout may hold another version of the script. A file
+counts only when the line the traceback printed is the line the file has at that number; without a
+printed line, only an absolute path is taken at its word.
 
 Free of LibCST, so `fixer explain` can ask "is there anything to patch here?" for nothing.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from fixer.parse import Traceback
+from fixer.parse import Frame, Traceback
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
+MAX_BYTES = 2_000_000  # larger "scripts" are not a user's training code; reading them costs time
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-def user_files(tb: Traceback) -> dict[Path, tuple[int, ...]]:
-    """Each user .py file that exists here, innermost first, with the lines the traceback names."""
+@dataclass(frozen=True)
+class Skipped:
+    """A file at a frame's path that is not the file the traceback saw, and why."""
+
+    path: str  # as the traceback wrote it
+    reason: str
+
+
+@dataclass(frozen=True)
+class Located:
+    files: dict[Path, tuple[int, ...]] = field(default_factory=dict)  # resolved path -> lines, outermost first
+    skipped: tuple[Skipped, ...] = ()
+
+
+def locate(frames: Traceback | Iterable[Frame]) -> Located:
+    """Each user .py file here that the traceback saw, innermost first, with the lines it names."""
+    if isinstance(frames, Traceback):
+        frames = frames.all_frames
     lines: dict[Path, list[int]] = {}
-    for frame in reversed(tb.all_frames):
-        path = Path(frame.path)
-        if not frame.is_user or path.suffix != ".py" or LIBRARY_DIRS.intersection(path.parts):
+    skipped: dict[Path, Skipped] = {}
+    texts: dict[Path, list[str] | None] = {}
+    for frame in reversed(tuple(frames)):
+        path = _existing(frame)
+        if path is None or path in skipped or frame.line is None:
             continue
-        if path.is_file() and frame.line:
-            lines.setdefault(path.resolve(), []).append(frame.line)
-    return {path: tuple(reversed(found)) for path, found in lines.items()}
+        if path not in texts:
+            texts[path] = _lines(path)
+        refusal = _refusal(frame, texts[path])
+        if refusal is not None:
+            skipped[path] = Skipped(frame.path, refusal)
+            lines.pop(path, None)
+        else:
+            lines.setdefault(path, []).append(frame.line)
+    return Located({path: tuple(reversed(found)) for path, found in lines.items()}, tuple(skipped.values()))
+
+
+def user_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, ...]]:
+    return locate(frames).files
+
+
+def _existing(frame: Frame) -> Path | None:
+    """The resolved file of a user frame when one exists here; None for paths no file can have."""
+    path = Path(frame.path)
+    if not frame.is_user or path.suffix != ".py" or LIBRARY_DIRS.intersection(path.parts):
+        return None
+    try:
+        return path.resolve() if path.is_file() else None
+    except (OSError, ValueError):  # a name too long for the system, a NUL byte
+        return None
+
+
+def _refusal(frame: Frame, text: list[str] | None) -> str | None:
+    """Why the file with these lines is not the one the frame ran, or None when it is."""
+    if frame.code is None:
+        if Path(frame.path).is_absolute():
+            return None
+        return "a relative path, and the traceback shows no code line to check that it is this file"
+    number = frame.line or 0
+    here = text[number - 1] if text is not None and 0 < number <= len(text) else None
+    if here is not None and here.split() == frame.code.split():
+        return None
+    return f"its line {number} is not the traceback's `{frame.code.strip()}`, so it is another file of that name"
+
+
+def _lines(path: Path) -> list[str] | None:
+    """The file's lines as Python numbers them (LF, CRLF or CR), or None when too big or unreadable."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    return _LINE_END.split(text)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -84,6 +87,67 @@ def test_apply_without_yes_and_without_a_terminal_writes_nothing(project):
     assert (project / "finetune.py").read_text() == (SCRIPTS / "finetune.py").read_text()
 
 
+def _on_terminal(terminal: str) -> Callable[[], None]:
+    """Make the child a session whose controlling terminal is `terminal`, as a shell gives a command."""
+
+    def attach() -> None:
+        os.setsid()
+        os.close(os.open(terminal, os.O_RDWR))  # a session leader's first terminal becomes its own
+
+    return attach
+
+
+def _read_until(fd: int, wanted: bytes, seconds: float) -> bytes:
+    seen, deadline = b"", time.monotonic() + seconds
+    while wanted not in seen and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            seen += os.read(fd, 4096)
+    return seen
+
+
+def _answer_on_the_terminal(project: Path, traceback: str, answer: bytes) -> tuple[int, str, bytes]:
+    """`fixer patch --apply` reading the traceback from a pipe and asking on its terminal, a pty here."""
+    primary, secondary = os.openpty()  # ours stays open: without a reader end, the primary reads EIO
+    with subprocess.Popen(
+        [sys.executable, "-m", "fixer", "patch", "--apply", "-"],
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_on_terminal(os.ttyname(secondary)),
+    ) as child:
+        try:
+            assert child.stdin is not None
+            child.stdin.write(traceback.encode())
+            child.stdin.close()
+            prompt = _read_until(primary, b"[y/N] ", 120)
+            os.write(primary, answer + b"\n")
+            assert child.stdout is not None and child.stderr is not None
+            child.stdout.read()
+            err = child.stderr.read()
+            child.wait(timeout=120)
+        finally:
+            os.close(primary)
+            os.close(secondary)
+    return child.returncode, err.decode(), prompt
+
+
+def test_consent_on_the_terminal_writes_the_patch(project):
+    failed = _train(project)
+    code, err, prompt = _answer_on_the_terminal(project, failed.stderr, b"y")
+    assert prompt.endswith(b"Apply 1 patch(es) to " + bytes(project / "finetune.py") + b"? [y/N] ")
+    assert code == OK, err
+    assert "model.out_head = torch.nn.Linear(16, 2).to(device)" in (project / "finetune.py").read_text()
+
+
+def test_no_on_the_terminal_writes_nothing(project):
+    failed = _train(project)
+    code, err, prompt = _answer_on_the_terminal(project, failed.stderr, b"n")
+    assert prompt.endswith(b"? [y/N] ")
+    assert (code, err.splitlines()[-1]) == (NOT_APPLIED, "fixer: nothing written")
+    assert (project / "finetune.py").read_bytes() == (SCRIPTS / "finetune.py").read_bytes()
+
+
 def test_no_patch_for_a_traceback_from_another_machine():
     # https://github.com/rasbt/LLMs-from-scratch/issues/172: the files are not on this machine
     text = (
@@ -106,7 +170,7 @@ def test_a_file_changed_since_it_was_read_is_not_written(tmp_path):
     patch = _patch(script, "a = 1\n", "a = 2\n")
     script.write_text("a = 3\n")
     with pytest.raises(PatchError, match="changed since"):
-        apply(patch)
+        apply(patch, tmp_path)
     assert script.read_text() == "a = 3\n"
 
 
@@ -115,13 +179,13 @@ def test_library_files_are_never_written(tmp_path):
     library.parent.mkdir()
     library.write_text("a = 1\n")
     with pytest.raises(PatchError, match="installed library"):
-        apply(_patch(library, "a = 1\n", "a = 2\n"))
+        apply(_patch(library, "a = 1\n", "a = 2\n"), tmp_path)
 
 
 def test_apply_keeps_line_endings_and_mode(tmp_path):
     script = tmp_path / "train.py"
     script.write_bytes(b"a = 1\r\nb = 2\r\n")
     script.chmod(0o750)
-    apply(_patch(script, "a = 1\r\nb = 2\r\n", "a = 1\r\nb = 3\r\n"))
+    apply(_patch(script, "a = 1\r\nb = 2\r\n", "a = 1\r\nb = 3\r\n"), tmp_path)
     assert script.read_bytes() == b"a = 1\r\nb = 3\r\n"
     assert script.stat().st_mode & 0o777 == 0o750

@@ -1,0 +1,76 @@
+"""Which files a traceback names are the files it saw: only those may be read as its source or patched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixer.parse import parse
+from fixer.patching.targets import Skipped, locate, user_files
+
+SCRIPT = "import torch\n\n\ndef step(model, x):\n    return model(x)\n"
+MESSAGE = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+
+
+def _traceback(path: str, code: str | None = "return model(x)") -> str:
+    shown = f"\n    {code}" if code is not None else ""
+    return f'Traceback (most recent call last):\n  File "{path}", line 5, in step{shown}\n{MESSAGE}\n'
+
+
+@pytest.fixture
+def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    return path
+
+
+def test_a_file_whose_line_is_the_traceback_code_line_is_a_target(script):
+    assert user_files(parse(_traceback(str(script)))) == {script: (5,)}
+
+
+def test_a_file_whose_line_differs_is_skipped_with_the_reason(script):
+    located = locate(parse(_traceback(str(script), code="return model(x.cuda())")))
+    assert located.files == {}
+    assert located.skipped == (
+        Skipped(
+            str(script),
+            "its line 5 is not the traceback's `return model(x.cuda())`, so it is another file of that name",
+        ),
+    )
+
+
+def test_crlf_line_endings_do_not_hide_the_match(script):
+    script.write_bytes(SCRIPT.replace("\n", "\r\n").encode())
+    assert user_files(parse(_traceback(str(script)))) == {script: (5,)}
+
+
+def test_an_absolute_path_without_code_lines_is_taken_as_named(script):
+    assert user_files(parse(_traceback(str(script), code=None))) == {script: (5,)}
+
+
+def test_a_relative_path_without_code_lines_cannot_be_checked_and_is_skipped(script):
+    located = locate(parse(_traceback("train.py", code=None)))
+    assert located.files == {}
+    assert located.skipped == (
+        Skipped("train.py", "a relative path, and the traceback shows no code line to check that it is this file"),
+    )
+
+
+def test_an_ipython_frame_is_checked_against_its_arrow_line(script):
+    text = (
+        f"File {script}:5, in step(model, x)\n      3 \n      4 def step(model, x):\n----> 5     return model(x)\n\n"
+        f"{MESSAGE}\n"
+    )
+    assert user_files(parse(f"RuntimeError    Traceback (most recent call last)\n{text}")) == {script: (5,)}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("/" + "d" * 200) * 21 + "/train.py", "/" + "d" * 300 + ".py", "train\x00.py"],
+    ids=["longer-than-PATH_MAX", "longer-than-NAME_MAX", "nul-byte"],
+)
+def test_a_path_no_file_can_have_is_ignored(script, path):
+    located = locate(parse(_traceback(path)))
+    assert (located.files, located.skipped) == ({}, ())
