@@ -276,9 +276,16 @@ AS_PYTHON_DOES = {
 
 
 def _both(script: Path) -> tuple[subprocess.Popen, subprocess.Popen]:
-    """The script under `python` and under `fixer run`, started at once."""
+    """The script under `python` and under `fixer run`, started at once, with SIGINT's default
+    disposition: a shell's background job inherits it ignored, and python then never sees Ctrl-C."""
     return tuple(  # type: ignore[return-value]
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         for command in ([sys.executable, str(script)], [sys.executable, "-m", "fixer", "run", str(script)])
     )
 
