@@ -9,11 +9,11 @@ from other tensors on A`) yield the same facts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from fixer.detectors import Code, detect
 from fixer.libraries import normalise_path
 from fixer.parse import Traceback
-from fixer.source import user_scopes
 
 KNOWN_DEVICE = r"(?:cpu|meta|(?:cuda|mps|xpu|npu|hpu|xla|privateuseone)(?::\d+)?)"
 _DEVICE_TOKEN = re.compile(rf"(?<![\w.'\"=(/-]){KNOWN_DEVICE}(?![\w-])")
@@ -91,7 +91,7 @@ class Evidence:
     user_code: tuple[str, ...]
     text: str
     dtype_only: bool = False
-    user_source: tuple[str, ...] = ()
+    facts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # detector id -> where it found its fact
 
     @property
     def device_kinds(self) -> tuple[str, ...]:
@@ -140,7 +140,7 @@ def extract(tb: Traceback) -> Evidence:
         user_code=tuple(f.code[:MAX_CODE_CHARS] for f in frames if f.is_user and f.code),
         text=tb.text,
         dtype_only=dtype_only,
-        user_source=user_scopes(frames),
+        facts=detect(Code.of(frames, tb.text)),
     )
 
 

@@ -385,13 +385,13 @@ def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
     rules = []
     for rule in entry.evidence:
         when = rule.when.model_dump(exclude_none=True)
-        # The source of the user's files is only readable on their machine: in a browser it never holds.
-        browser_only = {name: value for name, value in when.items() if name not in _SOURCE_FIELDS}
-        regexes = {name: to_js(value) for name, value in browser_only.items() if name in _REGEX_FIELDS_WITHOUT_SOURCE}
+        # Detectors are Python that reads code; the page ranks on the text alone, where such a rule never holds.
+        browser_only = {name: value for name, value in when.items() if name not in _CODE_FIELDS}
+        regexes = {name: to_js(value) for name, value in browser_only.items() if name in _match._REGEX_FIELDS}
         rules.append(
             {
                 "when": {**browser_only, **regexes},
-                "needs_source": bool(_SOURCE_FIELDS.intersection(when)),
+                "needs_code": bool(_CODE_FIELDS.intersection(when)),
                 "weight": rule.weight,
                 "because": rule.because,
             }
@@ -417,8 +417,7 @@ def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
     }
 
 
-_SOURCE_FIELDS = frozenset({"source", "source_lacks"})
-_REGEX_FIELDS_WITHOUT_SOURCE = tuple(name for name in _match._REGEX_FIELDS if name not in _SOURCE_FIELDS)
+_CODE_FIELDS = frozenset({"detector"})
 
 
 def matcher_data(catalog: Catalog) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fixer import detectors
 from fixer.catalog import Catalog, KBError, read_entry
 from fixer.diagnose.probes import PROBES
 from fixer.match import Matcher
@@ -77,6 +78,11 @@ def _cross_checks(entries: list[Entry]) -> list[Problem]:
             Problem(file, f"diagnostics names {probe!r}, which no probe in fixer/diagnose/probes.py is")
             for probe in entry.diagnostics
             if probe not in PROBES
+        )
+        problems.extend(
+            Problem(file, f"an evidence rule names the detector {rule.when.detector!r}, which fixer/detectors has not")
+            for rule in entry.evidence
+            if rule.when.detector is not None and rule.when.detector not in detectors.registered()
         )
         if entry.fix.before.strip() == entry.fix.after.strip():
             problems.append(Problem(file, "fix.before and fix.after are the same code"))

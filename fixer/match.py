@@ -81,7 +81,7 @@ class _CompiledEntry:
     examples: tuple[_Known, ...]
 
 
-_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code", "source", "source_lacks")
+_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code")
 
 
 class Matcher:
@@ -143,7 +143,7 @@ class Matcher:
             reasons.append(signature)
         if similarity:
             reasons.append(similarity)
-        rules = [Reason(r.because, r.weight) for r in compiled.rules if _holds(r, ev)]
+        rules = [Reason(_because(r, ev), r.weight) for r in compiled.rules if _holds(r, ev)]
         reasons.extend(rules)
         evidence_points = sum(r.points for r in rules)
         if not _competes(signature, resembles, evidence_points, has_message=bool(ev.message)):
@@ -217,10 +217,15 @@ def _holds(rule: _Rule, ev: Evidence) -> bool:
         ("library", lambda: any(_has_library(ev, lib) for lib in when.library or ())),
         ("frame", lambda: any(rx["frame"].search(line) for line in ev.frame_lines)),
         ("user_code", lambda: any(rx["user_code"].search(line) for line in ev.user_code)),
-        ("source", lambda: any(rx["source"].search(scope) for scope in ev.user_source)),
-        ("source_lacks", lambda: bool(ev.user_source) and not any(map(rx["source_lacks"].search, ev.user_source))),
+        ("detector", lambda: when.detector in ev.facts),
     )
     return all(check() for name, check in checks if getattr(when, name) is not None)
+
+
+def _because(rule: _Rule, ev: Evidence) -> str:
+    """The rule's reason; a detector's adds the first place it found its fact, so the user can look."""
+    found = ev.facts.get(rule.when.detector or "")
+    return f"{rule.because} ({found[0]})" if found else rule.because
 
 
 def _has_library(ev: Evidence, library: str) -> bool:

@@ -83,19 +83,14 @@ class Condition(Strict):
     )
     frame: str | None = Field(default=None, description="Regex searched in each frame's 'path:function: code' line.")
     user_code: str | None = Field(default=None, description="Regex searched in the code lines of user frames.")
-    source: str | None = Field(
+    detector: str | None = Field(
         default=None,
-        description="Regex searched in the source of the user's functions and classes the traceback passes "
-        "through (a script: the module up to the failing line); only when those files exist on this machine.",
-    )
-    source_lacks: str | None = Field(
-        default=None,
-        description="Regex found nowhere in that source, all of it taken together ('your code uses no "
-        "accelerate'); only when those files exist on this machine.",
+        description="Id of a detector (fixer/detectors) that must find its fact in your code: the failing lines "
+        "the traceback printed, or your files around them when they are on this machine.",
     )
 
     _check_patterns = field_validator(
-        "message", "text", "exception", "argument", "op", "frame", "user_code", "source", "source_lacks"
+        "message", "text", "exception", "argument", "op", "frame", "user_code"
     )(_compiles)
 
 

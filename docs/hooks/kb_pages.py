@@ -12,8 +12,9 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
 
-from fixer.catalog import load
+from fixer.catalog import Catalog, load
 from fixer.cli import build_parser
+from fixer.detectors import registered
 from fixer.export import matcher_data
 from fixer.markdown import entry_page, index_page
 from fixer.report import ExplainOut
@@ -37,6 +38,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     files.append(File.generated(config, "entries/index.md", content=index_page(catalog)))
     files.append(File.generated(config, "cli.md", content=_cli_page()))
     files.append(File.generated(config, "json.md", content=_json_page()))
+    files.append(File.generated(config, "detectors.md", content=_detectors_page(catalog)))
     # The home page's paste box ranks in the browser from this (docs/javascripts/fixer-match.js).
     data = json.dumps(matcher_data(catalog), ensure_ascii=False, separators=(",", ":"))
     files.append(File.generated(config, "assets/fixer-kb.json", content=data))
@@ -53,6 +55,26 @@ def _embed_section(entry: Entry, embed_url: str) -> str:
         "header, navigation or search. To show it in a wiki page or a dashboard, paste this where HTML is allowed:"
         f'\n\n<pre class="fixer-embed" data-search-exclude><code data-fixer-embed="{embed_url}">'
         f"{html.escape(iframe, quote=False)}</code></pre>\n"
+    )
+
+
+def _detectors_page(catalog: Catalog) -> str:
+    """Each detector, what it reads and finds, and the entries it speaks for (with the points it gives)."""
+    rows = []
+    for detector in registered().values():
+        uses = [
+            f"[{entry.id}](entries/{entry.id}.md) ({rule.weight:+d})"
+            for entry in catalog
+            for rule in entry.evidence
+            if rule.when.detector == detector.id
+        ]
+        rows.append(f"| `{detector.id}` | {detector.reads} | {detector.finds} | {', '.join(uses)} |")
+    return (
+        "# Detectors\n\nA detector reads your code, never runs it, and reports one fact about it; entries name the "
+        "detectors that support them (positive points) or rule them out (negative). They read the failing lines a "
+        "traceback prints and, when the traceback came from your machine, your files around those lines, so "
+        "`fixer explain` uses them and the paste box on the home page, which sees only text, does not.\n\n"
+        "| detector | reads | finds | entries |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
     )
 
 

@@ -549,7 +549,7 @@ function bestSignature(entry, ev) {
 }
 
 function holds(rule, ev) {
-  if (rule.needs_source) return false; // the user's source files are not readable from a web page
+  if (rule.needs_code) return false; // detectors are Python that reads code: the page ranks on the text alone
   const w = rule.when;
   const hasLibrary = (lib) => [...ev.libraries].some((l) => l === lib || l.startsWith(lib + "."));
   const checks = {

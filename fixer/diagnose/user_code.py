@@ -10,33 +10,25 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from fixer.detectors import Code, syntax
 from fixer.diagnose.findings import Finding
 from fixer.parse import Traceback
-from fixer.patching.targets import user_files
-from fixer.source import parse_source
 
-# Factories that put a new tensor on the default device (the CPU) unless told otherwise; `*_like`
-# ones follow their argument, so they are not here.
-_FACTORIES = frozenset(
-    {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace", "logspace",
-     "eye", "tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "LongTensor", "BoolTensor"}
-)  # fmt: skip
-_MOVES = frozenset({"to", "cuda", "type_as", "mps", "xpu"})
 _HIDDEN_NAMES = ("h0", "c0", "hidden", "hx", "state")
 
 
 def factory_findings(tb: Traceback) -> list[Finding]:
     """Tensor factories without `device=` (or with a bare "cuda") in the user's failing functions."""
-    scopes = list(_failing_scopes(tb))
+    scopes = list(_failing_functions(tb))
     probe = "user-frame-tensor-factories"
     if not scopes:
         return [Finding(probe, "could-not-check", "none of the traceback's own files are on this machine")]
     bare, default_cuda, hidden = [], [], []
-    for where, node, aliases in scopes:
+    for where, node, names in scopes:
         for call, target in _calls(node):
-            name = _torch_attr(call.func, aliases)
-            if name in _FACTORIES and not _moved(call, node):
-                device = next((k.value for k in call.keywords if k.arg == "device"), None)
+            name = syntax.factory(call, names)
+            if name is not None and not syntax.moved_where_made(call, node):
+                device = syntax.keyword(call, "device")
                 if device is None:
                     bare.append(f"{where}:{call.lineno} torch.{name}(...)")
                     if target and any(h in target.lower() for h in _HIDDEN_NAMES):
@@ -64,14 +56,14 @@ def factory_findings(tb: Traceback) -> list[Finding]:
 def constructor_findings(tb: Traceback) -> list[Finding]:
     """Layers built inside `forward`: made on the CPU at every call, after `model.to(device)` ran."""
     probe = "user-frame-module-constructors"
-    forwards = [(where, node, aliases) for where, node, aliases in _failing_scopes(tb) if node.name == "forward"]
+    forwards = [(where, node, names) for where, node, names in _failing_functions(tb) if node.name == "forward"]
     if not forwards:
         return [Finding(probe, "could-not-check", "no forward() of yours in the traceback is on this machine")]
     built = [
-        f"{where}:{call.lineno} {layer}(...)"
-        for where, node, aliases in forwards
+        f"{where}:{call.lineno} {ast.unparse(call.func)}(...)"
+        for where, node, names in forwards
         for call, _target in _calls(node)
-        if (layer := _layer(call.func, aliases))
+        if syntax.layer(call, names)
     ]
     entry = ("module-created-in-forward",)
     if built:
@@ -79,47 +71,17 @@ def constructor_findings(tb: Traceback) -> list[Finding]:
     return [Finding(probe, "rules-out", "your failing forward() builds no layer", entry)]
 
 
-_Scope = ast.FunctionDef | ast.AsyncFunctionDef
+def _failing_functions(tb: Traceback) -> Iterator[tuple[str, syntax.Function, dict[str, str]]]:
+    """The innermost function around each user line, once, with what the module's names stand for."""
+    seen: set[int] = set()
+    for scope in Code.of(tb.all_frames).scopes:
+        function = scope.function
+        if function is not None and id(function) not in seen:
+            seen.add(id(function))
+            yield scope.file, function, scope.names
 
 
-def _failing_scopes(tb: Traceback) -> Iterator[tuple[str, _Scope, dict[str, str]]]:
-    """The innermost function around each user line, with the module's names for torch and torch.nn."""
-    for path, lines in user_files(tb).items():
-        parsed = parse_source(str(path))
-        if parsed is None:
-            continue
-        tree = parsed[0]
-        aliases = _aliases(tree)
-        seen: set[int] = set()
-        for line in lines:
-            around = [
-                node
-                for node in ast.walk(tree)
-                if isinstance(node, _Scope) and node.lineno <= line <= (node.end_lineno or node.lineno)
-            ]
-            if around:
-                innermost = max(around, key=lambda node: node.lineno)
-                if id(innermost) not in seen:
-                    seen.add(id(innermost))
-                    yield path.name, innermost, aliases
-
-
-def _aliases(tree: ast.Module) -> dict[str, str]:
-    """Local name -> what it stands for: `torch`, `torch.nn`, or a layer class imported from torch.nn."""
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name in ("torch", "torch.nn"):
-                    names[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module in ("torch", "torch.nn"):
-            for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                names[alias.asname or alias.name] = "torch.nn" if full == "torch.nn" else full
-    return names
-
-
-def _calls(scope: _Scope) -> Iterator[tuple[ast.Call, str | None]]:
+def _calls(scope: syntax.Function) -> Iterator[tuple[ast.Call, str | None]]:
     """Every call in the function, with the name it is assigned to, if any."""
     targets: dict[int, str] = {}
     for node in ast.walk(scope):
@@ -128,31 +90,3 @@ def _calls(scope: _Scope) -> Iterator[tuple[ast.Call, str | None]]:
     for node in ast.walk(scope):
         if isinstance(node, ast.Call):
             yield node, targets.get(id(node))
-
-
-def _torch_attr(func: ast.expr, aliases: dict[str, str]) -> str | None:
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and aliases.get(func.value.id) == "torch":
-        return func.attr
-    if isinstance(func, ast.Name) and aliases.get(func.id, "").startswith("torch."):
-        return aliases[func.id].removeprefix("torch.")
-    return None
-
-
-def _layer(func: ast.expr, aliases: dict[str, str]) -> str | None:
-    """`nn.Linear`, `torch.nn.Linear` or a `Linear` imported from torch.nn: a layer class."""
-    if isinstance(func, ast.Attribute) and func.attr[:1].isupper():
-        owner = func.value
-        if isinstance(owner, ast.Name) and aliases.get(owner.id) == "torch.nn":
-            return f"{owner.id}.{func.attr}"
-        if isinstance(owner, ast.Attribute) and owner.attr == "nn" and isinstance(owner.value, ast.Name):
-            return f"torch.nn.{func.attr}" if aliases.get(owner.value.id) == "torch" else None
-    if isinstance(func, ast.Name) and aliases.get(func.id, "").startswith("torch.nn.") and func.id[:1].isupper():
-        return func.id
-    return None
-
-
-def _moved(call: ast.Call, scope: _Scope) -> bool:
-    """`torch.zeros(n).to(x.device)`: made on the CPU, then moved on the spot."""
-    return any(
-        isinstance(node, ast.Attribute) and node.value is call and node.attr in _MOVES for node in ast.walk(scope)
-    )

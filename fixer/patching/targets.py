@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fixer.parse import Frame, Traceback
+from fixer.source import MAX_BYTES
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
-MAX_BYTES = 2_000_000  # larger "scripts" are not a user's training code; reading them costs time
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 

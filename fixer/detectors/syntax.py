@@ -1,0 +1,216 @@
+"""Reading Python the way PyTorch code is written: what a name stands for, layers, factories, moves.
+
+Shared by the detectors and the traceback probes; stdlib `ast` only, so explaining stays light.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection, Iterator
+
+# Factories that put a new tensor on the default device (the CPU) unless told otherwise; `*_like`
+# ones follow their argument, so they are not here.
+FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
+     "logspace", "eye", "normal", "tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "DoubleTensor",
+     "HalfTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor"}
+)  # fmt: skip
+# Calls that place a tensor or module on a device, or take another tensor's device.
+MOVES = frozenset({"to", "cuda", "type_as", "mps", "xpu", "to_empty"})
+# Layers that own weights: built on the CPU, they must be moved to meet the model's device.
+WEIGHTED_LAYERS = frozenset(
+    {"Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+     "ConvTranspose3d", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d",
+     "InstanceNorm2d", "InstanceNorm3d", "Embedding", "EmbeddingBag", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell",
+     "RNNCell", "MultiheadAttention", "Sequential", "PReLU", "RMSNorm", "Transformer", "TransformerEncoderLayer",
+     "TransformerDecoderLayer"}
+)  # fmt: skip
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def dotted(node: ast.expr) -> str | None:
+    """`torch.nn.Linear` for a Name/Attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = dotted(node.value)
+        return f"{head}.{node.attr}" if head else None
+    return None
+
+
+def aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> what it stands for: `torch`, `torch.nn`, `torch.nn.functional`, or a class or
+    function imported from them (`from torch.nn import Linear` -> `torch.nn.Linear`)."""
+    names: dict[str, str] = {"torch": "torch"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch" or alias.name.startswith("torch."):
+                    names[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and (node.module + ".").startswith("torch."):
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def resolve(node: ast.expr, names: dict[str, str]) -> str | None:
+    """The full dotted name a callee stands for: `nn.Linear` -> `torch.nn.Linear` after `import torch.nn
+    as nn`; names that come from nowhere known resolve to themselves."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    full = names.get(head)
+    if full is None:
+        return name
+    return f"{full}.{rest}" if rest else full
+
+
+def factory(call: ast.Call, names: dict[str, str]) -> str | None:
+    """`zeros` for `torch.zeros(...)` (however torch was imported), else None."""
+    full = resolve(call.func, names)
+    if full and full.startswith("torch.") and full.count(".") == 1:
+        attr = full.split(".", 1)[1]
+        return attr if attr in FACTORIES else None
+    return None
+
+
+def layer(call: ast.Call, names: dict[str, str]) -> str | None:
+    """`Linear` for `nn.Linear(...)`, `torch.nn.Linear(...)` or an imported `Linear(...)` that has weights."""
+    full = resolve(call.func, names)
+    if full and full.startswith("torch.nn.") and full.count(".") == 2:
+        attr = full.rsplit(".", 1)[1]
+        return attr if attr in WEIGHTED_LAYERS or attr.startswith("Lazy") else None
+    return None
+
+
+def constructs(call: ast.Call) -> bool:
+    """`Head(...)`, `nn.Linear(...)`, `models.ResNet(...)`: a call of a capitalised callable."""
+    name = dotted(call.func)
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
+
+
+def keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def is_move(node: ast.expr) -> bool:
+    """`x.to(d)`, `Net().cuda()`, `x.float().to(d)`: a method-call chain with a move in it."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in MOVES:
+            return True
+        node = node.func.value
+    return False
+
+
+def moved(node: ast.expr) -> str | None:
+    """The dotted name `x` when `node` is `x.to(...)`/`x.cuda()` (through other method calls:
+    `x.float().to(d)`), else None."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in MOVES:
+            inner = node.func.value
+            while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                inner = inner.func.value
+            return dotted(inner)
+        node = node.func.value
+    return None
+
+
+def callee(call: ast.Call) -> str | None:
+    """`model` for `model(x)`, `model.generate(x)` and `model.forward(x)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in ("generate", "forward"):
+        func = func.value
+    return dotted(func)
+
+
+def base_name(node: ast.expr, modules: Collection[str] = ()) -> str | None:
+    """The name a tensor expression starts from: `x` for `x`, `x.unsqueeze(1)`, `x[0].float()`; None when
+    it is moved on the way (`x.to(d)`), starts from no name, or calls a function of one of `modules`
+    (`torch.randn(...)` makes a tensor, it does not start from one)."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in MOVES:
+                return None
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            name = dotted(node)
+            return None if name is None or name.split(".")[0] in modules else name
+
+
+def placed(node: ast.AST) -> bool:
+    """The expression puts its result on a device: a move anywhere in its call chain, or `device=`."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            if isinstance(sub.func, ast.Attribute) and sub.func.attr in MOVES:
+                return True
+            if keyword(sub, "device") is not None:
+                return True
+    return False
+
+
+def moved_where_made(call: ast.Call, statement: ast.stmt) -> bool:
+    """`torch.zeros(n).to(x.device)`, `nn.Linear(3, 4).cuda()`: moved in the statement that makes it."""
+    return any(
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr in MOVES
+        and any(sub is call for sub in ast.walk(node.func.value))
+        for node in calls(statement)
+    )
+
+
+def calls(node: ast.AST) -> Iterator[ast.Call]:
+    return (sub for sub in ast.walk(node) if isinstance(sub, ast.Call))
+
+
+def assigned_names(statement: ast.stmt) -> list[str]:
+    """Dotted names a statement binds: `a = ...`, `self.x: T = ...`, `a, b = ...`, `a += ...`."""
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        targets = [statement.target]
+    names: list[str] = []
+    for target in targets:
+        elements = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+        names.extend(name for element in elements if (name := dotted(element)))
+    return names
+
+
+def value_of(statement: ast.stmt) -> ast.expr | None:
+    if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        return statement.value
+    return None
+
+
+def statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement under `node`, in source order, nested bodies included; not into nested
+    functions or classes, which run at another time."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.stmt):
+            yield child
+            if not isinstance(child, Function | ast.ClassDef):
+                yield from statements(child)
+        elif isinstance(child, ast.excepthandler | ast.match_case):
+            yield from statements(child)
+
+
+def all_statements(node: ast.AST) -> list[ast.stmt]:
+    """Every statement under `node`, methods of a class included, in source order."""
+    found = [sub for sub in ast.walk(node) if isinstance(sub, ast.stmt) and sub is not node]
+    return sorted(found, key=lambda s: (s.lineno, s.col_offset))
+
+
+def parse_line(code: str) -> ast.AST | None:
+    """One printed source line as a tree, when it is a statement or an expression on its own; a line
+    that opens a block (`for x in y:`) or continues one (`else:`) parses with a body added."""
+    text = code.strip()
+    for candidate in (text, text + " pass", "if 1:\n " + text + " pass"):
+        try:
+            return ast.parse(candidate)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return None
