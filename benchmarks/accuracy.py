@@ -3,7 +3,9 @@
 Baselines, on the same data (the KB's example tracebacks are the only "training" text):
   fuzz  rapidfuzz ratio of the whole pasted text against each entry's examples (best example wins)
   bm25  Okapi BM25 over one document per entry (its examples concatenated)
-Run: python benchmarks/accuracy.py [CORPUS]   (default: ../shared/corpus/dev_tracebacks.yaml)
+Run: python benchmarks/accuracy.py [CORPUS...] [--per-entry]
+(default: ../shared/corpus/dev_tracebacks.yaml and benchmarks/unseen/{tune,holdout}.yaml, the real pastes
+from threads neither the KB nor the dev corpus quotes, overall and for those whose text decides the cause)
 """
 
 from __future__ import annotations
@@ -66,32 +68,44 @@ def _tokens(text: str) -> list[str]:
     return [t.lower() for t in _TOKEN.findall(text)]
 
 
-def _row(name: str, score: Score) -> str:
+def _row(name: str, score: Score, empty: int | None = None) -> str:
     o = score.overall
-    return f"| {name} | {o.n} | {o.top1_rate:.2f} | {o.top3_rate:.2f} |"
+    tail = f" {empty} |" if empty is not None else " |"
+    return f"| {name} | {o.n} | {o.top1_rate:.2f} | {o.top3_rate:.2f} |{tail}"
+
+
+CORPORA = {
+    "dev corpus": ROOT.parent / "shared/corpus/dev_tracebacks.yaml",
+    "unseen, tune half": ROOT / "benchmarks/unseen/tune.yaml",
+    "unseen, holdout half": ROOT / "benchmarks/unseen/holdout.yaml",
+}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", nargs="?", type=Path, default=ROOT.parent / "shared/corpus/dev_tracebacks.yaml")
+    parser.add_argument("corpora", nargs="*", type=Path, help="labelled corpora (default: dev and unseen ones)")
+    parser.add_argument("--per-entry", action="store_true", help="also print top-1/top-3 per entry")
     args = parser.parse_args()
     catalog = load()
-    items = load_corpus(args.corpus)
-    results = {
-        "fixer": evaluate(fixer_ranker(catalog), items),
-        "fuzz (whole text)": evaluate(fuzz_ranker(catalog), items),
-        "bm25": evaluate(bm25_ranker(catalog), items),
-    }
-    print(f"corpus: {args.corpus} ({len(items)} items), KB: {len(catalog)} entries\n")
-    print("| entry | n | fixer top-1 | fixer top-3 | fuzz top-1 | bm25 top-1 |")
-    print("|---|---|---|---|---|---|")
-    fixer, fuzzy, bm25 = results.values()
-    for entry_id in sorted(fixer.per_entry):
-        f, z, b = fixer.per_entry[entry_id], fuzzy.per_entry[entry_id], bm25.per_entry[entry_id]
-        print(f"| {entry_id} | {f.n} | {f.top1_rate:.2f} | {f.top3_rate:.2f} | {z.top1_rate:.2f} | {b.top1_rate:.2f} |")
-    print("\n| ranker | n | top-1 | top-3 |\n|---|---|---|---|")
-    for name, score in results.items():
-        print(_row(name, score))
+    rankers = {"fixer": fixer_ranker(catalog), "fuzz (whole text)": fuzz_ranker(catalog), "bm25": bm25_ranker(catalog)}
+    corpora = {str(p): p for p in args.corpora} if args.corpora else {k: p for k, p in CORPORA.items() if p.exists()}
+    print(f"KB: {len(catalog)} entries\n")
+    print("| corpus, items | ranker | n | top-1 | top-3 | no candidate |\n|---|---|---|---|---|---|")
+    for name, path in corpora.items():
+        items = load_corpus(path)
+        parts = {"all": items}
+        if any(item.decidable is not None for item in items):
+            parts["decidable"] = [item for item in items if item.decidable]
+        for part, chosen in parts.items():
+            for ranker_name, rank in rankers.items():
+                empty = sum(1 for item in chosen if not rank(item.text)) if ranker_name == "fixer" else None
+                print(_row(f"{name}, {part} | {ranker_name}", evaluate(rank, chosen), empty))
+        if args.per_entry:
+            fixer = evaluate(rankers["fixer"], items)
+            print(f"\n{name}, per entry:\n\n| entry | n | top-1 | top-3 |\n|---|---|---|---|")
+            for entry_id, tally in sorted(fixer.per_entry.items()):
+                print(f"| {entry_id} | {tally.n} | {tally.top1_rate:.2f} | {tally.top3_rate:.2f} |")
+            print()
     return 0
 
 

@@ -29,6 +29,7 @@ class CorpusItem(BaseModel):
     id: str
     traceback: str
     expect: tuple[str, ...] = ()
+    decidable: bool | None = None  # whether the paste alone decides the cause (benchmarks/unseen/)
 
     @field_validator("expect", mode="before")
     @classmethod
@@ -45,6 +46,7 @@ class Labelled:
     id: str
     text: str
     expect: tuple[str, ...]
+    decidable: bool | None = None
 
 
 @dataclass
@@ -86,7 +88,7 @@ def load_corpus(path: Path) -> list[Labelled]:
         raw = _CORPUS.validate_python(data or [])
     except ValidationError as exc:
         raise CorpusError(_problem(exc)) from None
-    return [Labelled(id=item.id, text=item.traceback, expect=item.expect) for item in raw if item.expect]
+    return [Labelled(item.id, item.traceback, item.expect, item.decidable) for item in raw if item.expect]
 
 
 def _problem(exc: ValidationError) -> str:
