@@ -39,9 +39,10 @@ class Catalog:
 
     @cached_property
     def known_messages(self) -> re.Pattern[str]:
-        """Every signature in one regex: finds a known message even where no exception type is printed."""
+        """Every signature in one regex: finds a known message even where no exception type is printed,
+        or where it was typed again in another case."""
         patterns = {s.pattern for entry in self for s in entry.signatures}
-        return re.compile("|".join(f"(?:{p})" for p in sorted(patterns)) or "(?!)")
+        return re.compile("|".join(f"(?:{p})" for p in sorted(patterns)) or "(?!)", re.IGNORECASE)
 
 
 def default_root() -> Path:

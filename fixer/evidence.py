@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from fixer.detectors import Code, detect
+from fixer.detectors.code import MAX_CODE_CHARS
 from fixer.libraries import normalise_path
 from fixer.parse import Traceback
 
@@ -36,8 +37,9 @@ _SHAPES: tuple[re.Pattern[str], ...] = tuple(
         rf"Received (?P<com>{DEVICE}) and (?P<off>{DEVICE})",
         r"Tensor for (?:argument #\d+ )?'(?P<arg>\w+)' is on CPU,.*?expected (?:it|them) to be on GPU"
         r"(?: \(while checking arguments for (?P<op>\w+)\))?",
-        r"Expected object of (?:device type|backend) (?P<com_type>\w+) but (?:got|found) "
-        r"(?:device type|backend) (?P<off_type>\w+) for argument #\d+ '(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
+        r"Expected object of (?:device type|backend) (?P<com_type>\w+) but (?:got|found) (?:device type|backend) "
+        r"(?P<off_type>\w+) for (?:argument|sequence element \d+ in sequence argument at position) #\d+ "
+        r"'(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
         r"Expected object of type (?P<com_type>[\w.]+) but found type (?P<off_type>[\w.]+) "
         r"for argument #\d+ '(?P<arg>\w+)'",
         r"expected (?:backend|device) (?P<com_type>[\w:]+) and dtype \w+ but got (?:backend|device) "
@@ -51,12 +53,23 @@ _SHAPES: tuple[re.Pattern[str], ...] = tuple(
         rf"Tensor on device (?P<off>{DEVICE}) is not on the expected device (?P<com>{DEVICE})",
         rf"Devices (?P<com>{DEVICE}) and (?P<off>{DEVICE}) are not equal",
         rf"indices should be either on cpu or on the same device as the indexed tensor \((?P<com>{DEVICE})\)",
+        # TensorIterator's out= and in-place check, 1.0-1.5: the output is the odd one out.
+        r"output with (?:device|backend|type) (?P<off_type>[\w.:]+)(?: and dtype \w+)? doesn't match the desired "
+        r"(?:device|backend|type) (?P<com_type>[\w.:]+)",
+        # Checks of the device alone: equal names here are 0.4's misprint, never a dtype mismatch.
+        r"Expected tensor to have (?P<com_type>\w+) (?:DeviceType|Backend), but got tensor with (?P<off_type>\w+) "
+        r"(?:DeviceType|Backend)(?P<device_check>)(?: \(while checking arguments for (?P<op>\w+))?",
+        rf"expected '(?P<arg>\w+)' to be a (?P<com_type>CPU) tensor, ?but got (?:a (?P<off_type>CUDA) tensor|tensor on "
+        rf"(?P<off>{DEVICE}))",
+        r"expected '(?P<arg>\w+)' to be (?P<com_type>CUDA), but got (?P<off_type>CPU)",
+        rf"(?i:expected all tensors to be on the same device)\. Found: (?P<com>{DEVICE}), (?P<off>{DEVICE})",
+        rf"Tensor for argument (?P<arg>\w+) is on (?P<off>{DEVICE}) but expected on (?P<com>mps)",
+        rf"Expected scalars to be on CPU, got (?P<off>{DEVICE}) instead",
+        r"Input and (?P<arg>hidden|parameter) CUDA tensors are not at the same GPU, found input tensor at "
+        r"(?P<com>(?i:cuda):\d+) and (?:hidden|parameter) tensor at (?P<off>(?i:cuda):\d+)",
     )
 )
 
-
-# A source line longer than this is generated or minified code, not a line a rule can read.
-MAX_CODE_CHARS = 1_000
 
 _OP_WRAPPER = re.compile(r"^wrapper_(?:[A-Z][A-Za-z]*_)?")  # codegen prefix and dispatch key
 _OP_LEGACY = re.compile(r"^_thnn_|^_th_")  # TH/THNN names before 1.10
@@ -88,7 +101,6 @@ class Evidence:
     op: str | None
     libraries: frozenset[str]
     frame_lines: tuple[str, ...]
-    user_code: tuple[str, ...]
     text: str
     dtype_only: bool = False
     facts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # detector id -> where it found its fact
@@ -112,8 +124,10 @@ def normalise_op(raw: str | None) -> str | None:
     return op.lstrip("_") or None
 
 
-def extract(tb: Traceback) -> Evidence:
-    messages = tuple(m for m in tb.messages if m)
+def extract(tb: Traceback, *, read_code: bool = True) -> Evidence:
+    """The facts of a traceback; with `read_code`, the detectors' facts about the code it shows too."""
+    # Users re-wrap long messages (`cpu\nand cuda:0`): the sentences are matched with their spaces unified.
+    messages = tuple(" ".join(m.split()) for m in tb.messages if m)
     joined = "\n".join(messages)
     shape = next((m for p in _SHAPES if (m := p.search(joined))), None)
     groups = shape.groupdict() if shape else {}
@@ -122,7 +136,8 @@ def extract(tb: Traceback) -> Evidence:
     devices = _distinct([d for d in (common, offending) if d] if shape else _DEVICE_TOKEN.findall(joined))
     kinds = {device_kind(d) for d in devices}
     # Legacy type/backend sentences fire for dtype-only mismatches too: same device on both sides.
-    dtype_only = bool((groups.get("com_type") and len(kinds) == 1) or "dtype" in kinds)
+    same_type = bool(groups.get("com_type")) and len(kinds) == 1 and groups.get("device_check") is None
+    dtype_only = same_type or "dtype" in kinds
     frames = tb.all_frames
     return Evidence(
         exception=tb.exception,
@@ -137,10 +152,9 @@ def extract(tb: Traceback) -> Evidence:
         frame_lines=tuple(
             f"{normalise_path(f.path)}:{f.function or ''}: {(f.code or '')[:MAX_CODE_CHARS]}" for f in frames
         ),
-        user_code=tuple(f.code[:MAX_CODE_CHARS] for f in frames if f.is_user and f.code),
         text=tb.text,
         dtype_only=dtype_only,
-        facts=detect(Code.of(frames, tb.text)),
+        facts=detect(Code.of(frames, tb.text)) if read_code else {},
     )
 
 

@@ -21,6 +21,8 @@ from fixer import libraries as _libraries
 from fixer import match as _match
 from fixer import normalise as _normalise
 from fixer import parse as _parse
+from fixer import priors as _priors
+from fixer import read as _read
 from fixer.catalog import Catalog
 from fixer.schema import Entry
 
@@ -349,8 +351,8 @@ def patterns() -> dict[str, Any]:
     """Every regex the parse / evidence / normalise port uses, translated for JavaScript."""
     p = _parse
     return {
-        "ansi": _python_regex(p._ANSI),
-        "ansi_leftover": _python_regex(p._ANSI_LEFTOVER),
+        "ansi": _python_regex(_read._ANSI),
+        "ansi_leftover": _python_regex(_read._ANSI_LEFTOVER),
         "rank_prefix": _python_regex(p._RANK_PREFIX),
         "traceback_header": _python_regex(p._TRACEBACK_HEADER),
         "chain_separator": _python_regex(p._CHAIN_SEPARATOR),
@@ -361,8 +363,16 @@ def patterns() -> dict[str, Any]:
         "carets": _python_regex(p._CARETS),
         "exception_line": _python_regex(p._EXCEPTION_LINE),
         "from_user_code": _python_regex(p._FROM_USER_CODE),
-        "link": _python_regex(p._LINK),
-        "quoted": _python_regex(p._QUOTED),
+        "type_before": _python_regex(p._TYPE_BEFORE),
+        "link": _python_regex(_read._LINK),
+        "quoted": _python_regex(_read._QUOTED),
+        "log_prefix": _python_regex(_read._LOG_PREFIX),
+        "traceback_line": _python_regex(_read._TRACEBACK_LINE),
+        "frame_header": _python_regex(_read._FRAME_HEADER),
+        "exception_start": _python_regex(_read._EXCEPTION_START),
+        "line_prefix": _python_regex(_read._LINE_PREFIX),
+        "starts_its_own": _python_regex(_read._STARTS_ITS_OWN),
+        "ruler": _python_regex(_read._RULER),
         "repeated": _python_regex(p._REPEATED),
         "log_line": _python_regex(p._LOG_LINE),
         "install_root": _python_regex(_libraries._INSTALL_ROOT),
@@ -378,6 +388,9 @@ def patterns() -> dict[str, Any]:
             for pattern, value in _normalise._RULES
         ],
         "space": {"source": f"[{_space_ranges()}]"},
+        "space_before_punctuation": _python_regex(_priors._SPACE_BEFORE_PUNCTUATION),
+        "type_prefix": _python_regex(_priors._TYPE_PREFIX),
+        "accelerators": _python_regex(_priors._ACCELERATORS),
     }
 
 
@@ -431,14 +444,19 @@ def matcher_data(catalog: Catalog) -> dict[str, Any]:
             "SIMILARITY_FLOOR": _match.SIMILARITY_FLOOR,
             "SIMILARITY_TIE": _match.SIMILARITY_TIE,
             "RESEMBLANCE": _match.RESEMBLANCE,
-            "MIN_SCORE": _match.MIN_SCORE,
+            "FRAMES_ALONE": _match.FRAMES_ALONE,
             "MAX_MESSAGE_LINES": _parse._MAX_MESSAGE_LINES,
             "MAX_MESSAGE_CHARS": _parse.MAX_MESSAGE_CHARS,
+            "WRAP_WIDTH_MIN": _read._WRAP_WIDTH_MIN,
             "MAX_CODE_CHARS": _evidence.MAX_CODE_CHARS,
         },
         "torch_subpackages": sorted(_libraries._TORCH_SUBPACKAGES),
         "patterns": patterns(),
         "known_messages": to_js(catalog.known_messages.pattern) if len(catalog) else None,
+        "priors": {
+            key: {cause: vars(prior) for cause, prior in causes.items()}
+            for key, causes in _priors.load(catalog.root).items()
+        },
         "entries": [_entry(c.entry, c) for c in matcher._entries],
     }
 

@@ -59,11 +59,11 @@ def lint(root: Path) -> tuple[list[Entry], list[Problem]]:
         if entry.id != path.stem:
             problems.append(Problem(path.name, f"id {entry.id!r} differs from the file name"))
         entries.append(entry)
-    problems.extend(_cross_checks(entries))
+    problems.extend(_cross_checks(entries, root))
     return entries, problems
 
 
-def _cross_checks(entries: list[Entry]) -> list[Problem]:
+def _cross_checks(entries: list[Entry], root: Path) -> list[Problem]:
     problems: list[Problem] = []
     ids = [e.id for e in entries]
     for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
@@ -89,7 +89,8 @@ def _cross_checks(entries: list[Entry]) -> list[Problem]:
         if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():
             problems.append(Problem(file, "repro.code and repro.fixed are the same code"))
         problems.extend(Problem(file, message) for message in _codemod_problems(entry))
-    problems.extend(_examples_rank_first(entries))
+    problems.extend(_shared_wordings_weigh_alike(entries))
+    problems.extend(_examples_rank_first(entries, root))
     return problems
 
 
@@ -106,10 +107,30 @@ def _codemod_problems(entry: Entry) -> list[str]:
     return []
 
 
-def _examples_rank_first(entries: list[Entry]) -> list[Problem]:
+def _shared_wordings_weigh_alike(entries: list[Entry]) -> list[Problem]:
+    """A wording several entries share is no evidence for one of them over another: it gives each the
+    same points, and how often each cause is behind it is the priors' business (kb/priors/)."""
+    weights: dict[tuple[str, str | None], dict[int, list[str]]] = {}
+    for entry in entries:
+        for signature in entry.signatures:
+            by_weight = weights.setdefault((signature.pattern, signature.exception), {})
+            by_weight.setdefault(signature.weight, []).append(entry.id)
+    return [
+        Problem(
+            f"{sorted(ids for ids in by_weight.values())[0][0]}.yaml",
+            f"the signature {pattern!r} weighs "
+            + ", ".join(f"{w} in {', '.join(ids)}" for w, ids in sorted(by_weight.items()))
+            + "; a shared wording weighs the same in every entry",
+        )
+        for (pattern, _), by_weight in weights.items()
+        if len(by_weight) > 1
+    ]
+
+
+def _examples_rank_first(entries: list[Entry], root: Path) -> list[Problem]:
     """Each real example puts its own entry first (top 3 when marked ambiguous): the KB's regression test."""
     live = {e.id: e for e in entries if not e.retired}
-    matcher = Matcher(Catalog(entries=live, root=Path()))
+    matcher = Matcher(Catalog(entries=live, root=root))
     problems = []
     for entry in live.values():
         for number, example in enumerate(entry.examples, 1):

@@ -8,10 +8,12 @@ ranking is expected, and diagnostics or questions settle what the text cannot.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
+from fixer import priors
 from fixer.catalog import Catalog
 from fixer.evidence import Evidence, device_kind, extract
 from fixer.normalise import normalise
@@ -22,7 +24,7 @@ SIMILARITY_POINTS = 25
 SIMILARITY_FLOOR = 50.0  # below this, two messages are unrelated and similarity adds nothing
 SIMILARITY_TIE = 2.0  # entries whose closest cases are this close to each other share the points
 RESEMBLANCE = 86.0  # a message this close to one of an entry's examples makes it a candidate
-MIN_SCORE = 15
+FRAMES_ALONE = 30  # a paste with frames but no message: the points its frames must make for an entry
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,8 @@ class Match:
     entry: Entry
     score: int
     reasons: tuple[Reason, ...]
-
+    wording: int = 0  # the points of the message shape that admitted it: of two equal scores, the
+    # entry whose own wording the message is (`for argument #3 'weight'`) goes first
     @property
     def id(self) -> str:
         return self.entry.id
@@ -52,6 +55,7 @@ class Explanation:
 @dataclass(frozen=True)
 class _Signature:
     pattern: re.Pattern[str]
+    folded: re.Pattern[str]  # the same, ignoring case: a message typed again in lower case is the same message
     exception: re.Pattern[str] | None
     weight: int
 
@@ -81,19 +85,27 @@ class _CompiledEntry:
     examples: tuple[_Known, ...]
 
 
-_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame", "user_code")
+_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame")
 
 
 class Matcher:
     """Compiles a catalog once; `rank` is then a pure function of a traceback."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, *, read_code: bool = True) -> None:
+        """`read_code=False` ranks on the text alone, as the site's paste box does (it runs no detector)."""
         self.catalog = catalog
+        self.read_code = read_code
         self._entries = tuple(self._compile(entry) for entry in catalog)
+        self._priors = priors.load(catalog.root)
 
     def _compile(self, entry: Entry) -> _CompiledEntry:
         signatures = tuple(
-            _Signature(re.compile(s.pattern), re.compile(s.exception) if s.exception else None, s.weight)
+            _Signature(
+                re.compile(s.pattern),
+                re.compile(s.pattern, re.IGNORECASE),
+                re.compile(s.exception) if s.exception else None,
+                s.weight,
+            )
             for s in entry.signatures
         )
         rules = tuple(
@@ -119,7 +131,7 @@ class Matcher:
         tb = parse(text, self.catalog.known_messages)
         if tb is None:
             return Explanation(None, None, [])
-        evidence = extract(tb)
+        evidence = extract(tb, read_code=self.read_code)
         return Explanation(tb, evidence, self.rank(evidence, top=top))
 
     def rank(self, evidence: Evidence, *, top: int | None = None) -> list[Match]:
@@ -127,12 +139,17 @@ class Matcher:
             return []
         normalised = normalise(evidence.message) if evidence.message else ""
         closest = {c.entry.id: self._closest(c, normalised, evidence.device_kinds) for c in self._entries}
-        matches = [m for c in self._entries if (m := self._score(c, evidence, closest))]
-        matches.sort(key=lambda m: (-m.score, m.id))
+        counted = priors.lookup(self._priors, evidence.message) if evidence.message else {}
+        matches = [m for c in self._entries if (m := self._score(c, evidence, closest, counted.get(c.entry.id)))]
+        matches = ranked(matches)
         return matches[:top] if top else matches
 
     def _score(
-        self, compiled: _CompiledEntry, ev: Evidence, closest: dict[str, tuple[float, str] | None]
+        self,
+        compiled: _CompiledEntry,
+        ev: Evidence,
+        closest: dict[str, tuple[float, str] | None],
+        prior: priors.Prior | None,
     ) -> Match | None:
         reasons: list[Reason] = []
         similarity = _similarity(closest, compiled.entry.id)
@@ -143,30 +160,36 @@ class Matcher:
             reasons.append(signature)
         if similarity:
             reasons.append(similarity)
+        if prior is not None and prior.points:
+            said = f"{prior.count} of {prior.total} real cases of this message alone had this cause"
+            reasons.append(Reason(said, prior.points))
         rules = [Reason(_because(r, ev), r.weight) for r in compiled.rules if _holds(r, ev)]
         reasons.extend(rules)
         evidence_points = sum(r.points for r in rules)
         if not _competes(signature, resembles, evidence_points, has_message=bool(ev.message)):
             return None
-        score = max(0, min(100, sum(r.points for r in reasons)))
-        if score < MIN_SCORE:
-            return None
+        # Evidence reorders the candidates the message admits, and never removes one: a cause the
+        # frames argue against stays in the list, last, rather than leaving the user with nothing.
+        score = max(1, min(100, sum(r.points for r in reasons)))
         reasons.sort(key=lambda r: -abs(r.points))
-        return Match(entry=compiled.entry, score=score, reasons=tuple(reasons))
+        return Match(compiled.entry, score, tuple(reasons), signature.points if signature else 0)
 
     @staticmethod
     def _best_signature(compiled: _CompiledEntry, ev: Evidence) -> Reason | None:
-        best: Reason | None = None
-        for sig in compiled.signatures:
-            if sig.exception and ev.exception and not sig.exception.fullmatch(ev.exception.rsplit(".", 1)[-1]):
-                continue
-            for message in ev.messages:
-                hit = sig.pattern.search(message)
-                if hit and (best is None or sig.weight > best.points):
-                    quoted = " ".join(hit.group(0).split())
-                    best = Reason(f"the message says “{quoted}”", sig.weight)
-                    break
-        return best
+        """The heaviest signature the message shows; in another case only when none shows as written."""
+        for case in ("pattern", "folded"):
+            best: Reason | None = None
+            for sig in compiled.signatures:
+                if sig.exception and ev.exception and not sig.exception.fullmatch(ev.exception.rsplit(".", 1)[-1]):
+                    continue
+                for message in ev.messages:
+                    hit = getattr(sig, case).search(message)
+                    if hit and (best is None or sig.weight > best.points):
+                        best = Reason(f"the message says “{' '.join(hit.group(0).split())}”", sig.weight)
+                        break
+            if best is not None:
+                return best
+        return None
 
     @staticmethod
     def _closest(compiled: _CompiledEntry, normalised: str, kinds: tuple[str, ...]) -> tuple[float, str] | None:
@@ -178,19 +201,26 @@ class Matcher:
         return max((fuzz.ratio(normalised, k.message), k.source) for k in comparable)
 
 
+def ranked(matches: Iterable[Match]) -> list[Match]:
+    """Best first; of equal scores, the entry whose own wording admitted the message, then by id."""
+    return sorted(matches, key=lambda m: (-m.score, -m.wording, m.id))
+
+
 def _similarity(closest: dict[str, tuple[float, str] | None], entry_id: str) -> Reason | None:
-    """Points for looking like a known case, shared among the entries whose cases look as much alike:
-    a bare "cuda:0 and cpu!" resembles the examples of a dozen causes and so tells none of them apart."""
+    """Points for looking like a known case of this entry and of no other: a bare "cuda:0 and cpu!"
+    resembles the examples of a dozen causes (in one device order or the other) and so tells none of
+    them apart; how often each is behind it is the priors' business."""
     found = closest[entry_id]
     if found is None or found[0] <= SIMILARITY_FLOOR:
         return None
     ratio, source = found
-    peers = sum(1 for other in closest.values() if other and other[0] >= ratio - SIMILARITY_TIE)
-    points = round(SIMILARITY_POINTS * (ratio - SIMILARITY_FLOOR) / (100 - SIMILARITY_FLOOR) / peers)
+    bar = min(ratio - SIMILARITY_TIE, RESEMBLANCE)
+    if any(other and other[0] >= bar for key, other in closest.items() if key != entry_id):
+        return None
+    points = round(SIMILARITY_POINTS * (ratio - SIMILARITY_FLOOR) / (100 - SIMILARITY_FLOOR))
     if points <= 0:
         return None
-    shared = f"; so are cases of {peers - 1} other entries" if peers > 1 else ""
-    return Reason(f"the message is {ratio:.0f}% like a known case ({source}){shared}", points)
+    return Reason(f"the message is {ratio:.0f}% like a known case ({source})", points)
 
 
 def _competes(signature: Reason | None, resembles: bool, evidence_points: int, *, has_message: bool) -> bool:
@@ -198,7 +228,7 @@ def _competes(signature: Reason | None, resembles: bool, evidence_points: int, *
     real examples; for a paste with frames but no message, when the frames alone make a strong case."""
     if signature or resembles:
         return True
-    return not has_message and evidence_points >= 2 * MIN_SCORE
+    return not has_message and evidence_points >= FRAMES_ALONE
 
 
 def _holds(rule: _Rule, ev: Evidence) -> bool:
@@ -216,7 +246,6 @@ def _holds(rule: _Rule, ev: Evidence) -> bool:
         ("offending", lambda: ev.offending_kind == when.offending),
         ("library", lambda: any(_has_library(ev, lib) for lib in when.library or ())),
         ("frame", lambda: any(rx["frame"].search(line) for line in ev.frame_lines)),
-        ("user_code", lambda: any(rx["user_code"].search(line) for line in ev.user_code)),
         ("detector", lambda: when.detector in ev.facts),
     )
     return all(check() for name, check in checks if getattr(when, name) is not None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from fixer.match import Match, Reason
+from fixer.match import Match, Reason, ranked
 from fixer.schema import Question
 
 MARGIN = 25
@@ -57,7 +57,7 @@ def answer(matches: Sequence[Match], question: Asked, reply: bool | None) -> lis
         else m
         for m in matches
     ]
-    return sorted(updated, key=lambda m: (-m.score, m.id))
+    return ranked(updated)
 
 
 def next_question(matches: Sequence[Match], asked: Iterable[Asked]) -> Asked | None:
@@ -105,3 +105,26 @@ def interview(matches: Sequence[Match], ask: Callable[[str], bool | None], limit
 
 def _lead(matches: Sequence[Match]) -> int:
     return matches[0].score - matches[1].score if len(matches) > 1 else 100
+
+
+@dataclass(frozen=True)
+class Certainty:
+    """Whether the first cause clearly leads; if not, what would tell the leaders apart."""
+
+    confident: bool
+    lead: int  # points between the first and the second cause
+    question: Asked | None = None  # its answer re-ranks the leaders
+    probe: str | None = None  # else a probe one of the two leaders names and the other does not
+
+
+def certainty(matches: Sequence[Match]) -> Certainty | None:
+    """None with nothing ranked; a close race is said plainly, with the one question or probe that
+    would settle it, rather than handed over as a confident first place."""
+    if not matches:
+        return None
+    lead = _lead(matches)
+    if settled(matches):
+        return Certainty(True, lead)
+    first, second = matches[0].entry.diagnostics, matches[1].entry.diagnostics
+    probe = next((p for p in (*first, *second) if (p in first) != (p in second)), None)
+    return Certainty(False, lead, next_question(matches, ()), probe)

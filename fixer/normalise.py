@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-VERSION = 1
+VERSION = 2
 
 _PY_SUFFIX = re.compile(r"\.py\w?")
 
@@ -27,6 +27,14 @@ _Replacement = str | Callable[[re.Match[str]], str]
 _RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
+        # The lines CUDA appends to every error (MESSAGES.md §11), which say nothing about this one.
+        (
+            r"CUDA kernel errors might be asynchronously reported at some other API call, ?so the stacktrace below "
+            r"might be incorrect\.?|For debugging consider passing CUDA_LAUNCH_BLOCKING=1\.?|Compile with "
+            r"`TORCH_USE_CUDA_DSA` to enable device-side assertions\.?|GPU device may be out of range, do you have "
+            r"enough GPUs\?|Device-side assertions were explicitly omitted for this error check[^.]*\.",
+            "",
+        ),
         (r"0x[0-9a-fA-F]+", "<ADDR>"),
         (r"(?:[A-Za-z]:)?(?:[\\/][\w.\- ]+)+", path_to_placeholder),
         (r"torch\.cuda\.\w+Tensor|CUDA\w*Type", "<CUDA_TYPE>"),

@@ -13,11 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from fixer.libraries import library_of
+from fixer.read import clean
 
-# CSI colour codes, OSC strings (terminal hyperlinks: ESC ]8;;URI ESC \\ text ESC ]8;; ESC \\) and 2-byte escapes.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
-# Keras wraps the inner message in bold; when a page loses ESC, `[1m`/`[0m` remain.
-_ANSI_LEFTOVER = re.compile(r"\[(?:0|1|22|3\d|9\d)m")
 # A line that starts a new log record (a timestamp, a progress bar, a logger), not a message's continuation.
 _LOG_LINE = re.compile(r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d{1,7})\]:[ ]?")
@@ -33,7 +30,14 @@ _IPY_FILE = re.compile(rf"^\s*File (?P<path>[^\s\"][^\n]*?):(?P<line>\d+), in {_
 _IPY_CELL = re.compile(r"^\s*(?P<path>Cell In\s?\[\d*\]), line (?P<line>\d+)")
 _IPY_INPUT = re.compile(rf"^\s*(?P<path>Input In \[\d*\]), in {_FUNCTION}")
 _IPY_OLD = re.compile(rf"^\s*(?P<path><ipython-input-[\w-]+>|\S+\.py) in {_FUNCTION}\(.*\)\s*$")
-_FRAME_SHAPES = (_FRAME, _IPY_FILE, _IPY_CELL, _IPY_INPUT, _IPY_OLD)
+# Frames a paste damaged or another tool printed: `File` lost in the copy (`.../x.py", line 3, in f`),
+# no quotes (`File pkg/x.py, line 3`), and `path.py(3): f` from TorchScript, pdb and editor link text.
+_FRAME_CUT = re.compile(r'^\s*(?P<path>[^\s"][^"\n]*?\.pyx?)", line (?P<line>\d+)(?:, in (?P<function>\S+))?\s*$')
+_FRAME_UNQUOTED = re.compile(
+    r"^\s*File (?P<path>[^\s\"][^,\"\n]*?\.pyx?), line (?P<line>\d+)(?:, in (?P<function>\S+))?\s*$"
+)
+_FRAME_PARENS = re.compile(rf"^\s*(?:> )?(?P<path>[^\s()]+\.pyx?)\((?P<line>\d+)\):? ?{_FUNCTION}(?:\(\))?\s*$")
+_FRAME_SHAPES = (_FRAME, _IPY_FILE, _IPY_CELL, _IPY_INPUT, _IPY_OLD, _FRAME_CUT, _FRAME_UNQUOTED, _FRAME_PARENS)
 _IPY_ARROW = re.compile(r"^\s*-+>\s*(?P<line>\d+)\s(?P<code>.*)$")
 _IPY_CONTEXT = re.compile(r"^\s{2,}\d+\s")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
@@ -43,11 +47,9 @@ _EXCEPTION_LINE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt))"
     r"(?:\s*[:：]\s?(?P<message>.*))?$"
 )
+# An exception type right before a known message on the same line: `Fix TypeError: can't convert ...`.
+_TYPE_BEFORE = re.compile(r"(?<![A-Za-z0-9_.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s*[:：]\s*$")
 _FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
-# Markdown links that issue trackers and notebooks wrap around paths: `[Cell In[5]](vscode-...)`. The text
-# holds brackets one level deep at most, so a run of `[` costs one step each, not a scan to the line's end.
-_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
-_QUOTED = re.compile(r"^> ?", re.M)
 # Two processes writing to one terminal can glue their lines: `RuntimeErrorRuntimeError: ...`.
 _REPEATED = re.compile(r"(\w+?)\1+")
 _MAX_MESSAGE_LINES = 60
@@ -111,17 +113,6 @@ class Traceback:
         return (self.final.message, *(e.message for e in reversed(self.chain)))
 
 
-def clean(text: str) -> str:
-    """Drop colours, unify line ends; a bare CR (a progress bar redrawing itself) ends a line too."""
-    text = _ANSI.sub("", text)
-    text = _ANSI_LEFTOVER.sub("", text)
-    text = _LINK.sub(r"\1", text.replace("\r\n", "\n").replace("\r", "\n"))
-    lines = [line for line in text.split("\n") if line.strip()]
-    if lines and sum(line.startswith(">") for line in lines) * 2 > len(lines):  # a quoted reply
-        text = _QUOTED.sub("", text)
-    return text
-
-
 def split_ranks(lines: list[str]) -> dict[int | None, list[str]]:
     """Group torchrun-prefixed lines by rank; unprefixed lines go to the `None` group."""
     groups: dict[int | None, list[str]] = defaultdict(list)
@@ -159,26 +150,34 @@ def parse(text: str, known_messages: re.Pattern[str] | None = None) -> Traceback
     return Traceback(final=chain[-1], chain=chain[:-1], rank=chosen, ranks=ranks, text=cleaned)
 
 
-def _known_message(lines: list[str], known: re.Pattern[str] | None) -> str | None:
-    """The last paragraph that starts with a known message, printed without an exception type."""
+def _known_message(lines: list[str], known: re.Pattern[str] | None) -> RaisedException | None:
+    """The last known message printed without an exception line of its own: alone, or after a prefix
+    (`Fix TypeError: can't convert ...`, `!!! Exception during processing !!! ...`, a source line),
+    from where it starts to the end of its paragraph; an exception type just before it is kept."""
     if known is None:
         return None
     for start in range(len(lines) - 1, -1, -1):
-        if known.search(lines[start]):
+        hit = known.search(lines[start])
+        if hit:
             end = start + 1
             while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
                 end += 1
-            return "\n".join(lines[start:end]).strip()[:MAX_MESSAGE_CHARS]
+            typed = _TYPE_BEFORE.search(lines[start][: hit.start()])
+            message = "\n".join([lines[start][hit.start() :], *lines[start + 1 : end]]).strip()
+            return RaisedException(type=typed.group("type") if typed else None, message=message[:MAX_MESSAGE_CHARS])
     return None
 
 
-def _with_known_message(chain: tuple[RaisedException, ...], known: str | None) -> tuple[RaisedException, ...]:
+def _with_known_message(
+    chain: tuple[RaisedException, ...], known: RaisedException | None
+) -> tuple[RaisedException, ...]:
     """Frames whose exception line is missing, completed by a known message found elsewhere."""
     if known is None:
         return chain
     if not chain:
-        return (RaisedException(type=None, message=known),)
-    return (*chain[:-1], replace(chain[-1], message=known))
+        return (known,)
+    last = chain[-1]
+    return (*chain[:-1], replace(last, type=last.type or known.type, message=known.message))
 
 
 def _has_message(chain: tuple[RaisedException, ...]) -> bool:

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from fixer.diagnose.probes import PROBES, how_to_run
 from fixer.match import Explanation, Match
+from fixer.narrow import Certainty, certainty
 from fixer.parse import Traceback
 from fixer.schema import Entry
 
@@ -126,12 +127,25 @@ def explanation(result: Explanation, top: int) -> Group:
             border_style="green",
         ),
         _section("Why fixer thinks so", why),
-        fix_section(entry),
     ]
+    known = certainty(result.matches)
+    if known is not None and not known.confident:
+        parts.append(uncertain_note(result.matches, known))
+    parts.append(fix_section(entry))
     if others:
         parts.append(_section("Other candidates", candidates(others[: max(top - 1, 0)])))
     parts.append(Text(f"More: fixer show {entry.id}", style="dim"))
     return Group(*parts)
+
+
+def uncertain_note(matches: list[Match], known: Certainty) -> Text:
+    """Said plainly when the first place is a close call, with what would settle it."""
+    note = Text(f"Not certain: {matches[0].id} leads {matches[1].id} by {known.lead} points.", style="yellow")
+    if known.question is not None:
+        note.append(f" What would tell them apart: {known.question.text}", style="yellow")
+    elif known.probe is not None:
+        note.append(f" To tell them apart, check {how_to_run(known.probe)}.", style="yellow")
+    return note
 
 
 def candidates(matches: list[Match]) -> Table:

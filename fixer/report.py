@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from fixer import __version__
+from fixer.diagnose.probes import how_to_run
 from fixer.evidence import Evidence
 from fixer.match import Match
+from fixer.narrow import Certainty
 from fixer.parse import Frame, Traceback
 
 if TYPE_CHECKING:
@@ -76,10 +78,22 @@ class PatchOut(BaseModel):
     diff: str
 
 
+class UncertainOut(BaseModel):
+    """Why the first place is not certain, and what would settle it."""
+
+    lead: int  # points between the first and the second match
+    question: str | None  # a yes/no question whose answer re-ranks them (asked at a terminal)
+    question_entry: str | None  # the entry the question speaks for
+    probe: str | None  # a probe one of the two names and the other does not
+    probe_checks: str | None  # what that probe looks at and the command that runs it
+
+
 class ExplainOut(BaseModel):
     fixer_version: str = __version__
     traceback: TracebackOut | None
     matches: list[MatchOut]
+    confident: bool | None = None  # null when nothing matched
+    uncertain: UncertainOut | None = None  # set when confident is false
     patches: list[PatchOut] = []
 
 
@@ -137,9 +151,24 @@ def match_out(match: Match) -> MatchOut:
     )
 
 
-def explain_out(tb: Traceback | None, ev: Evidence | None, matches: list[Match], patches: list[Patch]) -> ExplainOut:
+def explain_out(
+    tb: Traceback | None, ev: Evidence | None, matches: list[Match], patches: list[Patch], known: Certainty | None
+) -> ExplainOut:
+    """`matches` as shown (the top N); `known` judged on all of them."""
     return ExplainOut(
         traceback=traceback_out(tb, ev) if tb is not None and ev is not None else None,
         matches=[match_out(m) for m in matches],
+        confident=known.confident if known else None,
+        uncertain=uncertain_out(known) if known and not known.confident else None,
         patches=[patch_out(p) for p in patches],
+    )
+
+
+def uncertain_out(known: Certainty) -> UncertainOut:
+    return UncertainOut(
+        lead=known.lead,
+        question=known.question.text if known.question else None,
+        question_entry=known.question.entry if known.question else None,
+        probe=known.probe,
+        probe_checks=how_to_run(known.probe) if known.probe else None,
     )

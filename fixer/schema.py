@@ -82,7 +82,6 @@ class Condition(Strict):
         default=None, description="Any of these libraries appears in the frames (keras, accelerate, ...)."
     )
     frame: str | None = Field(default=None, description="Regex searched in each frame's 'path:function: code' line.")
-    user_code: str | None = Field(default=None, description="Regex searched in the code lines of user frames.")
     detector: str | None = Field(
         default=None,
         description="Id of a detector (fixer/detectors) that must find its fact in your code: the failing lines "
@@ -90,7 +89,7 @@ class Condition(Strict):
     )
 
     _check_patterns = field_validator(
-        "message", "text", "exception", "argument", "op", "frame", "user_code"
+        "message", "text", "exception", "argument", "op", "frame"
     )(_compiles)
 
 

@@ -52,11 +52,11 @@ def test_committed_json_schema_is_current():
     assert committed == Entry.model_json_schema(), "run: fixer kb schema -o docs/schema/entry.schema.json"
 
 
-def _entry_with(tmp_path: Path, name: str, old: str, new: str) -> None:
-    """A copy of a real entry with one edit, under another id."""
+def _entry_with(tmp_path: Path, name: str, old: str = "", new: str = "") -> None:
+    """A copy of a real entry under another id, with one edit when `old` is given."""
     text = (ROOT / "kb" / "optimizer-state-after-resume.yaml").read_text()
     assert old in text
-    edited = text.replace(old, new, 1).replace("id: optimizer-state-after-resume", f"id: {name}", 1)
+    edited = (text.replace(old, new, 1) if old else text).replace("id: optimizer-state-after-resume", f"id: {name}", 1)
     (tmp_path / f"{name}.yaml").write_text(edited)
 
 
@@ -75,7 +75,7 @@ SIGNATURE = "  - pattern: Expected all tensors to be on the same device\n"
     ids=["global-flag", "named-group", "backreference", "huge-repeat", "deep-nesting"],
 )
 def test_a_signature_that_cannot_be_searched_with_the_others_is_one_broken_entry(tmp_path, pattern, reason):
-    _entry_with(tmp_path, "good", "weight: 32", "weight: 32")
+    _entry_with(tmp_path, "good")
     _entry_with(tmp_path, "bad", SIGNATURE, f'  - pattern: "{pattern}"\n')
     catalog = load(tmp_path)
     assert list(catalog.entries) == ["good"]
@@ -109,7 +109,7 @@ def test_hostile_yaml_is_one_broken_entry(tmp_path, document, reason):
 
 
 def test_a_fifo_named_like_an_entry_is_skipped_without_blocking(tmp_path):
-    _entry_with(tmp_path, "good", "weight: 32", "weight: 32")
+    _entry_with(tmp_path, "good")
     os.mkfifo(tmp_path / "pipe.yaml")
     catalog = load(tmp_path)
     assert list(catalog.entries) == ["good"]

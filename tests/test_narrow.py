@@ -73,14 +73,15 @@ def test_a_bare_message_is_open_and_a_named_argument_is_settled(matcher: Matcher
     assert var[0].score - var[1].score >= narrow.MARGIN > ranked[0].score - ranked[1].score
 
 
-def test_yes_to_the_checkpoint_question_puts_optimizer_state_first(ranked, resume):
-    assert ranked[0].id != RESUME
-    after = answer(ranked, resume, True)
+def test_yes_to_a_runner_up_question_puts_that_cause_first(ranked):
+    runner_up = ranked[1]
+    asked = Asked(runner_up.id, next(q for q in runner_up.entry.questions if q.if_yes > 0))
+    after = answer(ranked, asked, True)
     first = after[0]
-    assert first.id == RESUME
-    assert first.score == min(100, ranked[_position(ranked, RESUME)].score + resume.question.if_yes)
-    assert first.reasons[0].text == f"you answered yes: {resume.text}"
-    assert first.reasons[0].points == resume.question.if_yes
+    assert first.id == runner_up.id
+    assert first.score == min(100, runner_up.score + asked.question.if_yes)
+    assert first.reasons[0].text == f"you answered yes: {asked.text}"
+    assert first.reasons[0].points == asked.question.if_yes
     assert [(-m.score, m.id) for m in after] == sorted((-m.score, m.id) for m in after)
 
 

@@ -143,3 +143,47 @@ def test_a_huge_message_is_cut_to_its_leading_part():
     tb = parse(message)
     assert tb is not None and len(tb.message) == MAX_MESSAGE_CHARS
     assert tb.message.startswith("Expected all tensors to be on the same device")
+
+
+READING_SHAPES = {"hard-wrapped", "editor-links", "no-exception-type", "re-typed", "run-together", "curly-quotes",
+                  "logger-prefix", "torchscript"}  # fmt: skip
+
+
+@pytest.mark.parametrize("item", [c for c in CASES if c["kind"] in READING_SHAPES], ids=lambda c: c["name"])
+def test_a_damaged_paste_with_a_device_message_gets_candidates(item, matcher):
+    result = matcher.explain(item["text"])
+    if result.traceback is not None and result.traceback.message:
+        assert result.matches, "a device error message that yields no candidate"
+
+
+def test_every_reading_shape_has_a_real_paste():
+    assert {c["kind"] for c in CASES} >= READING_SHAPES
+
+
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        ("wrapped-deserialize-cuda-72col", "torch-load-without-map-location"),
+        ("wrapped-deserialize-cuda-mid-word", "torch-load-without-map-location"),
+        ("wrapped-same-device-index-select", "inputs-not-moved"),
+    ],
+)
+def test_a_hard_wrapped_message_reads_as_the_whole_one(name, cause, matcher):
+    assert matcher.explain(case(name)["text"]).matches[0].id == cause
+
+
+def test_a_frame_that_lost_its_file_prefix_is_still_a_frame(catalog):
+    # https://github.com/LLaVA-VL/LLaVA-NeXT/issues/204, quoted as the KB's device-map-auto-split example
+    example = next(e for e in catalog.get("device-map-auto-split").examples if "llava_arch.py" in e.traceback)
+    tb = parse(example.traceback, catalog.known_messages)
+    assert tb.frames[0].path.endswith("llava/model/llava_arch.py") and tb.frames[0].line == 363
+
+
+def test_run_together_frames_are_split_into_frame_code_and_error():
+    tb = parse(case("run-together-frames-curly-quotes-invalid-ordinal")["text"])
+    assert all(frame.code for frame in tb.frames) and tb.message.startswith("CUDA error: invalid device ordinal")
+
+
+def test_an_error_after_its_source_line_on_one_line_keeps_its_type(catalog):
+    tb = parse(case("oneline-source-and-invalid-ordinal")["text"], catalog.known_messages)
+    assert (tb.exception, tb.message[:39]) == ("RuntimeError", "CUDA error (10): invalid device ordinal")

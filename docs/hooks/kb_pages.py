@@ -68,8 +68,11 @@ def _detectors_page(catalog: Catalog) -> str:
             for rule in entry.evidence
             if rule.when.detector == detector.id
         ]
-        rows.append(f"| `{detector.id}` | {detector.reads} | {detector.finds} | {', '.join(uses)} |")
+        finds = detector.finds.replace("[", "\\[").replace("]", "\\]").replace("|", "\\|")
+        rows.append(f"| `{detector.id}` | {detector.reads} | {finds} | {', '.join(uses)} |")
     return (
+        # Ranked low in the search, which is for error text: an entry, not this page, should come first.
+        "---\nsearch:\n  boost: 0.1\n---\n\n"
         "# Detectors\n\nA detector reads your code, never runs it, and reports one fact about it; entries name the "
         "detectors that support them (positive points) or rule them out (negative). They read the failing lines a "
         "traceback prints and, when the traceback came from your machine, your files around those lines, so "

@@ -23,6 +23,11 @@ function search(source, text) {
   return rx(source, "u").exec(text);
 }
 
+/** re.search under IGNORECASE: a message typed again in another case (see Matcher._best_signature). */
+function searchFolded(source, text) {
+  return rx(source, "iu").exec(text);
+}
+
 function matchAt(source, text) {
   const re = rx(source, "uy");
   re.lastIndex = 0;
@@ -125,16 +130,92 @@ function torchArea(data, fromTorch) {
 
 // ---- parse.py -----------------------------------------------------------------------------------
 
+const CURLY = { "\u2018": "'", "\u2019": "'", "\u201b": "'", "\u2032": "'", "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2033": '"' };
+
+/** fixer/read.py: undo what pasting did to a traceback. */
 function clean(data, text) {
   const p = data.patterns;
   text = sub(p.ansi.source, text, "");
   text = sub(p.ansi_leftover.source, text, "");
   text = sub(p.link.source, text.replaceAll("\r\n", "\n").replaceAll("\r", "\n"), (_m, inner) => inner);
-  const lines = text.split("\n").filter((line) => strip(data, line));
-  if (lines.length && lines.filter((line) => line.startsWith(">")).length * 2 > lines.length) {
-    text = sub(p.quoted.source, text, "");
+  text = text.normalize("NFKC").replace(/[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]/gu, (c) => CURLY[c]);
+  let lines = text.split("\n");
+  const nonblank = lines.filter((line) => strip(data, line));
+  if (nonblank.length && nonblank.filter((line) => line.startsWith(">")).length * 2 > nonblank.length) {
+    lines = lines.map((line) => sub(p.quoted.source, line, ""));
   }
-  return text;
+  lines = withoutLogPrefixes(data, lines);
+  lines = lines.flatMap((line) => splitRunTogether(data, line));
+  return unwrapped(data, lines).join("\n");
+}
+
+function stripPrefixes(data, line) {
+  let stripped = false;
+  for (;;) {
+    const found = matchAt(data.patterns.log_prefix.source, line);
+    if (!found || !found[0]) return [line, stripped];
+    line = line.slice(found[0].length);
+    stripped = true;
+  }
+}
+
+function withoutLogPrefixes(data, lines) {
+  const repaired = lines.map((line) => stripPrefixes(data, line));
+  if (repaired.some(([line, stripped]) => stripped && matchAt(data.patterns.traceback_line.source, line))) {
+    return repaired.map(([line]) => line);
+  }
+  return lines;
+}
+
+function splitRunTogether(data, line) {
+  const p = data.patterns;
+  const frames = [...line.matchAll(rx(p.frame_header.source, "gu"))];
+  if (!frames.length) return [line];
+  const last = frames[frames.length - 1];
+  const head = line.slice(0, frames[0].index);
+  const tail = line.slice(last.index + last[0].length);
+  const prefix = fullmatch(p.line_prefix.source, head);
+  if (frames.length === 1 && prefix && !strip(data, tail)) return [line];
+  const keep = prefix ? strip(data, head) : "";
+  const pieces = prefix ? [] : [head.replace(rx(p.space.source + "+$", "u"), "")];
+  frames.forEach((frame, k) => {
+    const end = k + 1 < frames.length ? frames[k + 1].index : line.length;
+    pieces.push(`${keep}  ${frame[0]}`);
+    const rest = strip(data, line.slice(frame.index + frame[0].length, end));
+    const exception = search(p.exception_start.source, rest);
+    const code = exception ? strip(data, rest.slice(0, exception.index)) : rest;
+    if (code) pieces.push(`${keep}    ${code}`);
+    if (exception) pieces.push(`${keep}${keep ? " " : ""}${rest.slice(exception.index)}`);
+  });
+  return pieces;
+}
+
+function mayBeCut(data, line) {
+  return Boolean(strip(data, line)) && !fullmatch(data.patterns.ruler.source, line) && !line.includes("Traceback (most recent call last)");
+}
+
+function unwrapped(data, lines) {
+  const lengths = lines.filter((line) => mayBeCut(data, line)).map((line) => codeLength(line));
+  const width = lengths.length ? Math.max(...lengths) : 0;
+  if (width < data.constants.WRAP_WIDTH_MIN || lengths.filter((n) => n === width).length < 2) return lines;
+  const joined = [];
+  let cut = false;
+  for (const line of lines) {
+    if (cut && line && !matchAt(data.patterns.starts_its_own.source, line)) {
+      joined[joined.length - 1] += line;
+    } else {
+      joined.push(line);
+    }
+    cut = codeLength(line) === width && mayBeCut(data, line);
+  }
+  return joined;
+}
+
+/** Python's len(): code points, not UTF-16 units. */
+function codeLength(text) {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
 }
 
 function splitRanks(data, lines) {
@@ -151,10 +232,18 @@ function splitRanks(data, lines) {
 function knownMessage(data, lines) {
   if (!data.known_messages) return null;
   for (let start = lines.length - 1; start >= 0; start--) {
-    if (search(data.known_messages, lines[start])) {
+    const hit = searchFolded(data.known_messages, lines[start]);
+    if (hit) {
       let end = start + 1;
       while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
-      return codePoints(strip(data, lines.slice(start, end).join("\n")), data.constants.MAX_MESSAGE_CHARS);
+      const typed = search(data.patterns.type_before.source, lines[start].slice(0, hit.index));
+      const message = strip(data, [lines[start].slice(hit.index), ...lines.slice(start + 1, end)].join("\n"));
+      return {
+        type: typed ? group(typed, "type") : null,
+        message: codePoints(message, data.constants.MAX_MESSAGE_CHARS),
+        frames: [],
+        compiledFrames: [],
+      };
     }
   }
   return null;
@@ -162,8 +251,9 @@ function knownMessage(data, lines) {
 
 function withKnownMessage(chain, known) {
   if (known === null) return chain;
-  if (!chain.length) return [{ type: null, message: known, frames: [], compiledFrames: [] }];
-  return [...chain.slice(0, -1), { ...chain[chain.length - 1], message: known }];
+  if (!chain.length) return [known];
+  const last = chain[chain.length - 1];
+  return [...chain.slice(0, -1), { ...last, type: last.type || known.type, message: known.message }];
 }
 
 function frameMatch(data, line) {
@@ -426,7 +516,8 @@ function sortedStrings(items) {
 
 /** The facts of a parsed traceback (see fixer/evidence.py); no user source in a browser. */
 export function extract(data, tb) {
-  const messages = tb.messages.filter((m) => m);
+  const space = rx(data.patterns.space.source + "+", "gu");
+  const messages = tb.messages.filter((m) => m).map((m) => m.split(space).filter((w) => w).join(" "));
   const joined = messages.join("\n");
   let shape = null;
   for (const p of data.patterns.shapes) {
@@ -439,7 +530,7 @@ export function extract(data, tb) {
   const raw = shape ? [common, offending].filter((d) => d) : findall(data.patterns.device_token.source, joined);
   const devices = [...new Set(raw)];
   const kinds = new Set(devices.map(deviceKind));
-  const dtypeOnly = Boolean((g("com_type") && kinds.size === 1) || kinds.has("dtype"));
+  const dtypeOnly = Boolean((g("com_type") && kinds.size === 1 && g("device_check") === null) || kinds.has("dtype"));
   const frames = tb.allFrames;
   return {
     exception: tb.exception,
@@ -454,9 +545,6 @@ export function extract(data, tb) {
     frameLines: frames.map(
       (f) => `${normalisePath(f.path)}:${f.function || ""}: ${codePoints(f.code || "", data.constants.MAX_CODE_CHARS)}`,
     ),
-    userCode: frames
-      .filter((f) => f.library === null && f.code)
-      .map((f) => codePoints(f.code, data.constants.MAX_CODE_CHARS)),
     text: tb.text,
     dtypeOnly,
     deviceKinds: sortedStrings(devices.map(deviceKind)),
@@ -522,30 +610,46 @@ function closest(data, entry, normalised, kinds) {
   return best;
 }
 
-function similarity(data, found, all) {
+function similarity(data, found, all, k) {
   const c = data.constants;
   if (found === null || found[0] <= c.SIMILARITY_FLOOR) return null;
   const [r, source] = found;
-  const peers = all.filter((other) => other !== null && other[0] >= r - c.SIMILARITY_TIE).length;
-  const points = roundHalfEven((c.SIMILARITY_POINTS * (r - c.SIMILARITY_FLOOR)) / (100 - c.SIMILARITY_FLOOR) / peers);
+  const bar = Math.min(r - c.SIMILARITY_TIE, c.RESEMBLANCE);
+  if (all.some((other, j) => j !== k && other !== null && other[0] >= bar)) return null;
+  const points = roundHalfEven((c.SIMILARITY_POINTS * (r - c.SIMILARITY_FLOOR)) / (100 - c.SIMILARITY_FLOOR));
   if (points <= 0) return null;
-  const shared = peers > 1 ? `; so are cases of ${peers - 1} other entries` : "";
-  return { text: `the message is ${roundHalfEven(r)}% like a known case (${source})${shared}`, points };
+  return { text: `the message is ${roundHalfEven(r)}% like a known case (${source})`, points };
+}
+
+/** fixer/priors.py: key() and lookup(). */
+function priorKey(data, message) {
+  const p = data.patterns;
+  const words = message.split(rx(p.space.source + "+", "gu")).filter((w) => w).join(" ");
+  const text = sub(p.space_before_punctuation.source, normalise(data, words).toLowerCase(), "");
+  return sub(p.type_prefix.source, text, "");
+}
+
+function priorsOf(data, message) {
+  const found = priorKey(data, message);
+  return data.priors[found] || data.priors[sub(data.patterns.accelerators.source, found, "<cuda>")] || {};
 }
 
 function bestSignature(entry, ev) {
-  let best = null;
-  for (const sig of entry.signatures) {
-    if (sig.exception && ev.exception && !fullmatch(sig.exception, rsplitLast(ev.exception, "."))) continue;
-    for (const message of ev.messages) {
-      const hit = search(sig.pattern, message);
-      if (hit && (best === null || sig.weight > best.points)) {
-        best = { text: `the message says “${hit[0].split(/\s+/u).filter((w) => w).join(" ")}”`, points: sig.weight };
-        break;
+  for (const find of [search, searchFolded]) {
+    let best = null;
+    for (const sig of entry.signatures) {
+      if (sig.exception && ev.exception && !fullmatch(sig.exception, rsplitLast(ev.exception, "."))) continue;
+      for (const message of ev.messages) {
+        const hit = find(sig.pattern, message);
+        if (hit && (best === null || sig.weight > best.points)) {
+          best = { text: `the message says “${hit[0].split(/\s+/u).filter((w) => w).join(" ")}”`, points: sig.weight };
+          break;
+        }
       }
     }
+    if (best !== null) return best;
   }
-  return best;
+  return null;
 }
 
 function holds(rule, ev) {
@@ -566,31 +670,33 @@ function holds(rule, ev) {
     offending: () => ev.offendingKind === w.offending,
     library: () => w.library.some(hasLibrary),
     frame: () => ev.frameLines.some((line) => search(w.frame, line)),
-    user_code: () => ev.userCode.some((line) => search(w.user_code, line)),
   };
   return Object.entries(checks).every(([name, check]) => w[name] === undefined || w[name] === null || check());
 }
 
-function score(data, entry, ev, found, all) {
+function score(data, entry, ev, found, all, k, prior) {
   const c = data.constants;
   const reasons = [];
-  const similar = similarity(data, found, all);
+  const similar = similarity(data, found, all, k);
   const resembles = found !== null && found[0] >= c.RESEMBLANCE;
   const signature = bestSignature(entry, ev);
   if (signature) reasons.push(signature);
   if (similar) reasons.push(similar);
+  if (prior && prior.points) {
+    reasons.push({ text: `${prior.count} of ${prior.total} real cases of this message alone had this cause`, points: prior.points });
+  }
   const rules = entry.rules.filter((r) => holds(r, ev)).map((r) => ({ text: r.because, points: r.weight }));
   reasons.push(...rules);
   const evidencePoints = rules.reduce((sum, r) => sum + r.points, 0);
-  const competes = signature || resembles || (!ev.message && evidencePoints >= 2 * c.MIN_SCORE);
+  const competes = signature || resembles || (!ev.message && evidencePoints >= c.FRAMES_ALONE);
   if (!competes) return null;
-  const total = Math.max(0, Math.min(100, reasons.reduce((sum, r) => sum + r.points, 0)));
-  if (total < c.MIN_SCORE) return null;
+  const total = Math.max(1, Math.min(100, reasons.reduce((sum, r) => sum + r.points, 0)));
   const ordered = reasons
     .map((r, i) => [r, i])
     .sort((a, b) => Math.abs(b[0].points) - Math.abs(a[0].points) || a[1] - b[1])
     .map(([r]) => r);
-  return { id: entry.id, title: entry.title, summary: entry.summary, url: entry.url, score: total, reasons: ordered };
+  const wording = signature ? signature.points : 0;
+  return { id: entry.id, title: entry.title, summary: entry.summary, url: entry.url, score: total, reasons: ordered, wording };
 }
 
 /** Ranked matches for an extracted evidence (see Matcher.rank). */
@@ -598,12 +704,13 @@ export function rank(data, ev) {
   if (ev.dtypeOnly) return [];
   const normalised = ev.message ? normalise(data, ev.message) : "";
   const found = data.entries.map((e) => closest(data, e, normalised, ev.deviceKinds));
+  const counted = ev.message ? priorsOf(data, ev.message) : {};
   const matches = [];
   data.entries.forEach((entry, k) => {
-    const m = score(data, entry, ev, found[k], found);
+    const m = score(data, entry, ev, found[k], found, k, counted[entry.id]);
     if (m) matches.push(m);
   });
-  matches.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  matches.sort((a, b) => b.score - a.score || b.wording - a.wording || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return matches;
 }
 

@@ -141,6 +141,8 @@ def _dispatch(argv: list[str]) -> int:
             return kb.schema(args.output)
         if args.kb_command == "lint":
             return kb.lint(args.kb, as_json=args.json)
+        if args.kb_command == "priors":
+            return kb.priors(args.corpora, args.output)
         if args.kb_command == "stats":
             return kb.stats(as_json=args.json)
         return kb.accuracy(args.corpus, misses=args.misses, as_json=args.json)

@@ -32,10 +32,12 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_in
         result = replace(result, matches=narrowed(result.matches))
     patches = local_patches(result)
     if as_json:
+        from fixer.narrow import certainty
         from fixer.report import explain_out
 
-        matches = result.matches[:top]
-        print(explain_out(result.traceback, result.evidence, matches, patches).model_dump_json(indent=2))
+        known = certainty(result.matches)
+        document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known)
+        print(document.model_dump_json(indent=2))
     else:
         _print_explanation(result, top, passthrough, patches)
     if result.traceback is None:

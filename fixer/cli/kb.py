@@ -106,3 +106,34 @@ def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
         for item_id, expect, got in score.misses:
             print(f"miss {item_id}: want {list(expect)}, got {got}")
     return OK
+
+
+def priors(corpora: list[str], output: str | None) -> int:
+    from fixer import priors as counted
+    from fixer.evaluate import CorpusError, load_corpus
+    from fixer.match import Matcher
+
+    matcher = Matcher(catalog())
+    labelled: list[tuple[str, tuple[str, ...]]] = []
+    for corpus in corpora:
+        try:
+            labelled.extend((item.text, item.expect) for item in load_corpus(Path(corpus)))
+        except CorpusError as exc:
+            raise CliError(f"cannot read the corpus {corpus}: {exc}") from None
+
+    def message_of(text: str) -> str:
+        evidence = matcher.explain(text).evidence
+        return evidence.message if evidence else ""
+
+    counts = counted.count(labelled, message_of)
+    text = counted.dump(counts, [Path(c).name for c in corpora])
+    if output is None:
+        sys.stdout.write(text)
+        return OK
+    try:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}") from None
+    print(f"wrote {output}: {len(counts)} message(s) with more than one cause", file=sys.stderr)
+    return OK

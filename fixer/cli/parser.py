@@ -136,6 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     accuracy.add_argument("corpus", metavar="CORPUS", help="e.g. ../shared/corpus/dev_tracebacks.yaml")
     accuracy.add_argument("--misses", action="store_true", help="list the items whose first match is wrong")
     accuracy.add_argument("--json", action="store_true", help="the figures as JSON")
+    priors = kb_commands.add_parser(
+        "priors",
+        help="count how often each cause is behind a bare message",
+        description="Count, over the KB's examples and the labelled corpora given, how often each cause is "
+        "behind a message that several causes print, and write the counts the matcher uses as priors.",
+    )
+    priors.add_argument("corpora", nargs="*", metavar="CORPUS", help="labelled corpora to count too")
+    priors.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
     return parser
 
 

@@ -47,7 +47,7 @@ def detect(code: Code) -> dict[str, tuple[str, ...]]:
 
 
 def _load() -> None:
-    from fixer.detectors import data, loading, models, modules  # noqa: F401  (they register on import)
+    from fixer.detectors import data, lines, loading, models, modules  # noqa: F401  (they register on import)
 
 
 def registered() -> dict[str, Detector]:

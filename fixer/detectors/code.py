@@ -22,9 +22,20 @@ MAX_SCRIPT_STATEMENTS = 1_000
 
 @dataclass(frozen=True)
 class Line:
-    """A source line a user frame printed, and its tree when it parses on its own."""
+    """A source line a frame printed, and its tree when it parses on its own."""
 
     code: str
+    library: str | None = None  # None: the user's own code
+    where: str = ""  # `train.py:42`, as the frame names it
+
+    @property
+    def user(self) -> bool:
+        return self.library is None
+
+    @property
+    def third_party(self) -> bool:
+        """Another project's code, where the same mistakes are made; not PyTorch's or Python's own."""
+        return self.library is not None and self.library != "python" and self.library.split(".")[0] != "torch"
 
     @cached_property
     def tree(self) -> ast.AST | None:
@@ -151,15 +162,24 @@ class Scope:
 class Code:
     """Everything a detector may read about the user's code, innermost first."""
 
-    lines: tuple[Line, ...] = ()
+    lines: tuple[Line, ...] = ()  # every frame's printed line; detectors choose whose to read
     scopes: tuple[Scope, ...] = ()
     text: str = ""  # the whole paste: command lines and configurations show there
 
     @classmethod
     def of(cls, frames: Iterable[Frame], text: str = "") -> Code:
         frames = tuple(frames)
-        printed = tuple(Line(f.code[:MAX_CODE_CHARS]) for f in reversed(frames) if f.is_user and f.code)
+        printed = tuple(
+            Line(f.code[:MAX_CODE_CHARS], f.library, f"{_name(f.path)}:{f.line}" if f.line else _name(f.path))
+            for f in reversed(frames)
+            if f.code
+        )
         return cls(printed, tuple(_scopes(frames)), text)
+
+
+def _name(path: str) -> str:
+    """The file's own name, from a Linux, macOS or Windows path."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _scopes(frames: tuple[Frame, ...]) -> Iterator[Scope]:

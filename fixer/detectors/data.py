@@ -166,6 +166,24 @@ def model_moved_not_its_inputs(code: Code) -> Iterator[str]:
 
 
 
+@detector(
+    "argument-never-moved",
+    reads="your files",
+    finds="the code moves its model or data to a device, but a tensor passed on the failing line never is",
+)
+def argument_never_moved(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        if not any(syntax.placed(statement) for statement in scope.before):
+            continue
+        for call in scope.failing_calls:
+            bound = [name for name in _data_arguments(call, scope) if _last_assignment(scope, name) is not None]
+            never = [name for name in bound if not _ever_placed(scope, name)]
+            if never:
+                named = ", ".join(f"`{n}`" for n in never)
+                yield f"{scope.where(call)}: {named} never moved, while the code moves others"
+                break
+
+
 def _data_arguments(call: ast.Call, scope: Scope) -> list[str]:
     values = [v.value if isinstance(v, ast.Starred) else v for v in (*call.args, *(k.value for k in call.keywords))]
     names = [syntax.base_name(v, scope.names) for v in values if not syntax.placed(v)]
@@ -222,18 +240,21 @@ def _loss_built(scope: Scope, name: str) -> tuple[ast.stmt, str] | None:
 
 @detector(
     "device-from-module-property",
-    reads="your files",
+    reads="failing lines and your files",
     finds="tensors are placed with a module's .device property (self.device, model.device)",
 )
 def device_from_module_property(code: Code) -> Iterator[str]:
-    for scope in code.scopes:
-        for call in scope.calls_around:
-            device = syntax.keyword(call, "device")
-            if device is None and isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args:
-                device = call.args[0]
-            name = syntax.dotted(device) if device is not None else None
-            if name and name.endswith(".device") and _module_like(name.removesuffix(".device")):
-                yield f"{scope.where(call)}: placed on `{name}`"
+    printed = (
+        (f"{line.where}: `{line.code.strip()}`", call) for line in code.lines if line.user for call in line.calls()
+    )
+    around = ((scope.where(call), call) for scope in code.scopes for call in scope.calls_around)
+    for where, call in (*printed, *around):
+        device = syntax.keyword(call, "device")
+        if device is None and isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args:
+            device = call.args[0]
+        name = syntax.dotted(device) if device is not None else None
+        if name and name.endswith(".device") and _module_like(name.removesuffix(".device")):
+            yield f"{where}: placed on `{name}`"
 
 
 def _module_like(name: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fixer.diagnose.findings import RERANK_POINTS, Finding
-from fixer.match import Match, Reason
+from fixer.match import Match, Reason, ranked
 
 
 def rerank(matches: list[Match], findings: list[Finding]) -> list[Match]:
@@ -21,4 +21,4 @@ def rerank(matches: list[Match], findings: list[Finding]) -> list[Match]:
             continue
         score = max(0, min(100, match.score + sum(r.points for r in reasons)))
         updated.append(replace(match, score=score, reasons=(*reasons, *match.reasons)))
-    return sorted(updated, key=lambda m: (-m.score, m.id))
+    return ranked(updated)

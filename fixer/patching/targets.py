@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fixer.parse import Frame, Traceback
+from fixer.read import as_pasted
 from fixer.source import MAX_BYTES
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
@@ -81,7 +82,7 @@ def _refusal(frame: Frame, text: list[str] | None) -> str | None:
         return "a relative path, and the traceback shows no code line to check that it is this file"
     number = frame.line or 0
     here = text[number - 1] if text is not None and 0 < number <= len(text) else None
-    if here is not None and here.split() == frame.code.split():
+    if here is not None and as_pasted(here).split() == frame.code.split():
         return None
     return f"its line {number} is not the traceback's `{frame.code.strip()}`, so it is another file of that name"
 

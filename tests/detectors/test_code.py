@@ -51,15 +51,19 @@ def test_a_script_frame_sees_the_module_up_to_the_failing_line(tmp_path):
     assert [ast.unparse(c.func) for c in scope.failing_calls] == ["model", "torch.randn"]
 
 
-def test_printed_lines_are_kept_innermost_first_and_parsed_when_they_parse_alone(tmp_path):
+def test_printed_lines_are_kept_innermost_first_with_where_and_whose_they_are(tmp_path):
     frames = [
         Frame("train.py", 3, "main", "for x in loader:", None),
         Frame("lib/site-packages/torch/nn/modules/module.py", 9, "f", "return forward(x)", "torch.nn"),
         Frame("model.py", 7, "forward", "return self.head(x) +", None),
     ]
     lines = Code.of(frames).lines
-    assert [line.code for line in lines] == ["return self.head(x) +", "for x in loader:"]
-    assert lines[0].tree is None and lines[1].tree is not None
+    assert [(line.code, line.user, line.where) for line in lines] == [
+        ("return self.head(x) +", True, "model.py:7"),
+        ("return forward(x)", False, "module.py:9"),
+        ("for x in loader:", True, "train.py:3"),
+    ]
+    assert lines[0].tree is None and lines[2].tree is not None
 
 
 def test_library_missing_unparsable_and_non_python_files_give_no_scope(tmp_path):

@@ -1,0 +1,142 @@
+"""Repair what a paste did to a traceback, so the parser sees the lines Python printed.
+
+Users paste what they have: coloured terminal output, editor and notebook links, quoted replies,
+lines every logger prefixed with a timestamp, lines hard-wrapped at 80 columns, a whole traceback run
+together on one line (an issue title), curly quotes from a chat client. Each repair here is small,
+linear in the text, and undoes one of those; none invents a line that was not pasted.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_ANSI = re.compile(
+    # CSI colour codes, OSC strings (terminal hyperlinks: ESC ]8;;URI ESC \ text ESC ]8;; ESC \), 2-byte escapes
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
+)
+# Keras wraps the inner message in bold; when a page loses ESC, `[1m`/`[0m` remain.
+_ANSI_LEFTOVER = re.compile(r"\[(?:0|1|22|3\d|9\d)m")
+# Markdown links that issue trackers and notebooks wrap around paths: `[Cell In[5]](vscode-...)`. The text
+# holds brackets one level deep at most, so a run of `[` costs one step each, not a scan to the line's end.
+_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
+_QUOTED = re.compile(r"^> ?", re.M)
+_CURLY = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"'})
+# What loggers put before each line they print: ray's `(pid=..., ip=...)`, ISO and short timestamps,
+# glog's `W0104 13:46:27.896000 80302 run.py:792]`, Python logging's `ERROR:root:`, and a level after
+# a timestamp. Applied again and again, so a timestamp followed by a level goes too.
+_LOG_PREFIX = re.compile(
+    r"^(?:\((?:\w+ )?pid=[^)\n]*\) ?"
+    r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?: ?[-|] ?| )?"
+    r"|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? "
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] ?"
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL):[\w.]*:"
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s*(?:[-:|] ?| (?=Traceback|File ))"
+    r")"
+)
+# A prefix only goes when the traceback itself carries it: log lines printed around a plain traceback
+# keep theirs, which tells the parser where its message ends.
+_TRACEBACK_LINE = re.compile(r'^\s*(?:Traceback \(most recent call last\)|File ["\w/.~\\])')
+_FRAME_HEADER = re.compile(r'File "[^"\n]+", line \d+(?:, in ?[^\s,]+)?')
+_EXCEPTION_START = re.compile(r"(?<![\w.'\"(])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*:")
+# What may stand before a frame on its line: indentation, and torchrun's `[rankN]:`.
+_LINE_PREFIX = re.compile(r"\s*(?:\[(?:rank|default)\d+\]:\s*)?")
+# Lines that never continue the line above, however long it is: a ruler, a header, a frame, an exception.
+_STARTS_ITS_OWN = re.compile(
+    r"^(?:\s|-{3,}|={3,}|\S*\s*Traceback \(most recent call last\)|File "
+    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b)"
+)
+_RULER = re.compile(r"[-=_*~ ]+")
+_WRAP_WIDTH_MIN = 60
+
+
+def clean(text: str) -> str:
+    """Drop colours, unify line ends (a bare CR, a progress bar redrawing itself, ends a line too),
+    then undo what pasting did: links, quoting, logger prefixes, run-together lines, hard wraps."""
+    text = _ANSI.sub("", text)
+    text = _ANSI_LEFTOVER.sub("", text)
+    text = _LINK.sub(r"\1", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = as_pasted(text)
+    lines = text.split("\n")
+    nonblank = [line for line in lines if line.strip()]
+    if nonblank and sum(line.startswith(">") for line in nonblank) * 2 > len(nonblank):  # a quoted reply
+        lines = [_QUOTED.sub("", line) for line in lines]
+    lines = _without_log_prefixes(lines)
+    lines = [piece for line in lines for piece in _split_run_together(line)]
+    return "\n".join(_unwrapped(lines))
+
+
+def as_pasted(text: str) -> str:
+    """Full-width letters and punctuation (a CJK keyboard's `：（）`) as ASCII, curly quotes as straight:
+    what `clean` does to every character, so a source line read from a file compares with its paste."""
+    return unicodedata.normalize("NFKC", text).translate(_CURLY)
+
+
+def _strip_prefixes(line: str) -> tuple[str, bool]:
+    stripped = False
+    while found := _LOG_PREFIX.match(line):
+        if not found.group(0):
+            break
+        line, stripped = line[found.end() :], True
+    return line, stripped
+
+
+def _without_log_prefixes(lines: list[str]) -> list[str]:
+    repaired = [_strip_prefixes(line) for line in lines]
+    if any(stripped and _TRACEBACK_LINE.match(line) for line, stripped in repaired):
+        return [line for line, _ in repaired]
+    return lines
+
+
+def _split_run_together(line: str) -> list[str]:
+    """`... File "a.py", line 3, in f  x = g(y)  RuntimeError: ...` on one line (an issue title, a chat
+    message) becomes the frame, its code and the exception, each on a line of its own; a torchrun
+    `[rankN]:` prefix stays on each of them."""
+    frames = list(_FRAME_HEADER.finditer(line))
+    if not frames:
+        return [line]
+    head, tail = line[: frames[0].start()], line[frames[-1].end() :]
+    prefix = _LINE_PREFIX.fullmatch(head)
+    if len(frames) == 1 and prefix and not tail.strip():
+        return [line]
+    keep = head.strip() if prefix else ""
+    pieces = [] if prefix else [head.rstrip()]
+    for number, frame in enumerate(frames):
+        end = frames[number + 1].start() if number + 1 < len(frames) else len(line)
+        pieces.append(f"{keep}  {frame.group(0)}")
+        rest = line[frame.end() : end].strip()
+        exception = _EXCEPTION_START.search(rest)
+        code = rest[: exception.start()].strip() if exception else rest
+        if code:
+            pieces.append(f"{keep}    {code}")
+        if exception:
+            pieces.append(f"{keep}{' ' if keep else ''}{rest[exception.start() :]}")
+    return pieces
+
+
+def _unwrapped(lines: list[str]) -> list[str]:
+    """Lines cut at a fixed width (a terminal or a mail client's 80 columns) joined back: a line as long
+    as the longest, which at least one other line also is, continues on the next line when that one
+    starts flush left and is not one that always starts a line (a header, a frame, an exception); the
+    cut may fall inside a word, so nothing goes between them."""
+    lengths = [len(line) for line in lines if _may_be_cut(line)]
+    width = max(lengths, default=0)
+    if width < _WRAP_WIDTH_MIN or lengths.count(width) < 2:
+        return lines
+    joined: list[str] = []
+    cut = False  # the line before was cut at the width
+    for line in lines:
+        if cut and line and not _STARTS_ITS_OWN.match(line):
+            joined[-1] += line
+        else:
+            joined.append(line)
+        cut = len(line) == width and _may_be_cut(line)
+    return joined
+
+
+def _may_be_cut(line: str) -> bool:
+    """Rulers and IPython's header are printed at the terminal's width whole; blank lines are no text."""
+    return bool(line.strip()) and not _RULER.fullmatch(line) and "Traceback (most recent call last)" not in line
+
+
+__all__ = ["clean"]
