@@ -19,10 +19,10 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
-from fixer.catalog import Catalog, load
-from fixer.evaluate import Ranker, Score, evaluate, load_corpus
-from fixer.match import Matcher
-from fixer.parse import clean
+from fixer.explain.match import Matcher
+from fixer.explain.parse import clean
+from fixer.kb.catalog import Catalog, load
+from fixer.kb.evaluate import Ranker, Score, evaluate, load_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")

@@ -14,9 +14,9 @@ from typing import Any
 
 def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> bool:
     """Print fixer's explanation of an exception; True when a KB entry matched."""
-    from fixer import render
-    from fixer.catalog import KBError, load
-    from fixer.match import Matcher
+    from fixer.explain.match import Matcher
+    from fixer.kb.catalog import KBError, load
+    from fixer.output import render
 
     text = "".join(traceback.format_exception(exc_type, exc, tb))
     try:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixer.catalog import Catalog, load
-from fixer.match import Matcher
+from fixer.explain.match import Matcher
+from fixer.kb.catalog import Catalog, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("FIXER_SHARED", ROOT.parent / "shared"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hostile import SHAPES
 
-from fixer.match import Matcher
+from fixer.explain.match import Matcher
 from fixer.textio import collect
 
 HERE = Path(__file__).parent
@@ -27,7 +27,7 @@ def test_each_shape_is_read_without_an_exception(matcher: Matcher, name: str) ->
 def test_every_shape_ends_well_inside_a_bound_that_backtracking_would_pass() -> None:
     code = (
         "from hostile import SHAPES\n"
-        "from fixer.catalog import load\nfrom fixer.match import Matcher\nfrom fixer.textio import collect\n"
+        "from fixer.kb.catalog import load\nfrom fixer.explain.match import Matcher\nfrom fixer.textio import collect\n"
         "matcher = Matcher(load())\n"
         "for text in SHAPES.values():\n    matcher.explain(collect([text.encode()]))\n"
         "print('done')\n"

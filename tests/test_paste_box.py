@@ -1,5 +1,5 @@
 """The site's paste-your-traceback box ranks like `fixer explain`: the JavaScript port of the matcher
-(docs/javascripts/fixer-match.js, fed by fixer/export.py) is run under Node on every KB example and
+(docs/javascripts/fixer-match.js, fed by fixer/output/export.py) is run under Node on every KB example and
 every dev-corpus traceback, and must rank exactly as `fixer explain` does on the text alone: the
 detectors, which read the code a traceback shows, are Python and run only in `fixer`."""
 
@@ -16,9 +16,9 @@ import pytest
 import yaml
 from conftest import CORPUS, ROOT, kb_examples
 
-from fixer.catalog import Catalog
-from fixer.export import UntranslatableRegex, matcher_data, to_js
-from fixer.match import Matcher
+from fixer.explain.match import Matcher
+from fixer.kb.catalog import Catalog
+from fixer.output.export import UntranslatableRegex, matcher_data, to_js
 
 JS = ROOT / "docs" / "javascripts"
 NODE = shutil.which("node")

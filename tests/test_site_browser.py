@@ -25,7 +25,7 @@ from conftest import ROOT
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
-from fixer.catalog import Catalog
+from fixer.kb.catalog import Catalog
 
 try:
     from playwright.sync_api import BrowserContext, Page, Response, Route, expect, sync_playwright

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer.parse import parse
+from fixer.explain.parse import parse
 from fixer.textio import TAIL_LINES, BoundedText, InputError, collect, read_file
 
 # https://github.com/microsoft/Cream/issues/2

@@ -12,13 +12,13 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
 
-from fixer.catalog import Catalog, load
 from fixer.cli import build_parser
-from fixer.detectors import registered
-from fixer.export import matcher_data
-from fixer.markdown import entry_page, index_page
-from fixer.report import ExplainOut
-from fixer.schema import Entry
+from fixer.explain.detectors import registered
+from fixer.kb.catalog import Catalog, load
+from fixer.kb.schema import Entry
+from fixer.output.export import matcher_data
+from fixer.output.markdown import entry_page, index_page
+from fixer.output.report import ExplainOut
 
 # A wiki shows an entry in an iframe: the page alone (docs/overrides/embed.html drops header, navigation,
 # search and footer), and kept out of the search index, where it would duplicate the entry page.

@@ -1,8 +1,8 @@
 // The matcher of `fixer explain`, ported to the browser: parse a pasted traceback, extract its
-// evidence, normalise its message and rank the KB entries exactly as fixer/match.py does.
+// evidence, normalise its message and rank the KB entries exactly as fixer/explain/match.py does.
 //
 // All data (entries, their parsed examples, scoring constants and every regex, translated from
-// Python's dialect) comes from assets/fixer-kb.json, written at build time by fixer/export.py.
+// Python's dialect) comes from assets/fixer-kb.json, written at build time by fixer/output/export.py.
 // No dependencies; runs in a browser (ES module) and under Node. Pasted text is only ever read:
 // nothing here evaluates it or turns it into HTML.
 
@@ -132,7 +132,7 @@ function torchArea(data, fromTorch) {
 
 const CURLY = { "\u2018": "'", "\u2019": "'", "\u201b": "'", "\u2032": "'", "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2033": '"' };
 
-/** fixer/read.py: undo what pasting did to a traceback. */
+/** fixer/explain/read.py: undo what pasting did to a traceback. */
 function clean(data, text) {
   const p = data.patterns;
   text = sub(p.ansi.source, text, "");
@@ -231,8 +231,16 @@ function splitRanks(data, lines) {
 
 function knownMessage(data, lines) {
   if (!data.known_messages) return null;
+  for (const find of [search, searchFolded]) {
+    const found = knownAt(data, lines, find);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function knownAt(data, lines, find) {
   for (let start = lines.length - 1; start >= 0; start--) {
-    const hit = searchFolded(data.known_messages, lines[start]);
+    const hit = find(data.known_messages, lines[start]);
     if (hit) {
       let end = start + 1;
       while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
@@ -457,7 +465,7 @@ function hasMessage(chain) {
   return Boolean(chain[chain.length - 1].message);
 }
 
-/** The last traceback in `text` (see fixer/parse.py), or null. */
+/** The last traceback in `text` (see fixer/explain/parse.py), or null. */
 export function parse(data, text) {
   const cleaned = clean(data, text);
   const groups = splitRanks(data, cleaned.split("\n"));
@@ -514,7 +522,7 @@ function sortedStrings(items) {
   return [...items].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** The facts of a parsed traceback (see fixer/evidence.py); no user source in a browser. */
+/** The facts of a parsed traceback (see fixer/explain/evidence.py); no user source in a browser. */
 export function extract(data, tb) {
   const space = rx(data.patterns.space.source + "+", "gu");
   const messages = tb.messages.filter((m) => m).map((m) => m.split(space).filter((w) => w).join(" "));
@@ -621,11 +629,11 @@ function similarity(data, found, all, k) {
   return { text: `the message is ${roundHalfEven(r)}% like a known case (${source})`, points };
 }
 
-/** fixer/priors.py: key() and lookup(). */
+/** fixer/explain/priors.py: key() and lookup(). */
 function priorKey(data, message) {
   const p = data.patterns;
   const words = message.split(rx(p.space.source + "+", "gu")).filter((w) => w).join(" ");
-  const text = sub(p.space_before_punctuation.source, normalise(data, words).toLowerCase(), "");
+  const text = sub(p.space_before_punctuation.source, normalise(data, words.toLowerCase()).toLowerCase(), "");
   return sub(p.type_prefix.source, text, "");
 }
 
@@ -634,22 +642,19 @@ function priorsOf(data, message) {
   return data.priors[found] || data.priors[sub(data.patterns.accelerators.source, found, "<cuda>")] || {};
 }
 
-function bestSignature(entry, ev) {
-  for (const find of [search, searchFolded]) {
-    let best = null;
-    for (const sig of entry.signatures) {
-      if (sig.exception && ev.exception && !fullmatch(sig.exception, rsplitLast(ev.exception, "."))) continue;
-      for (const message of ev.messages) {
-        const hit = find(sig.pattern, message);
-        if (hit && (best === null || sig.weight > best.points)) {
-          best = { text: `the message says “${hit[0].split(/\s+/u).filter((w) => w).join(" ")}”`, points: sig.weight };
-          break;
-        }
+function bestSignature(entry, ev, find) {
+  let best = null;
+  for (const sig of entry.signatures) {
+    if (sig.exception && ev.exception && !fullmatch(sig.exception, rsplitLast(ev.exception, "."))) continue;
+    for (const message of ev.messages) {
+      const hit = find(sig.pattern, message);
+      if (hit && (best === null || sig.weight > best.points)) {
+        best = { text: `the message says “${hit[0].split(/\s+/u).filter((w) => w).join(" ")}”`, points: sig.weight };
+        break;
       }
     }
-    if (best !== null) return best;
   }
-  return null;
+  return best;
 }
 
 function holds(rule, ev) {
@@ -674,12 +679,11 @@ function holds(rule, ev) {
   return Object.entries(checks).every(([name, check]) => w[name] === undefined || w[name] === null || check());
 }
 
-function score(data, entry, ev, found, all, k, prior) {
+function score(data, entry, ev, found, all, k, signature, prior) {
   const c = data.constants;
   const reasons = [];
   const similar = similarity(data, found, all, k);
   const resembles = found !== null && found[0] >= c.RESEMBLANCE;
-  const signature = bestSignature(entry, ev);
   if (signature) reasons.push(signature);
   if (similar) reasons.push(similar);
   if (prior && prior.points) {
@@ -705,9 +709,11 @@ export function rank(data, ev) {
   const normalised = ev.message ? normalise(data, ev.message) : "";
   const found = data.entries.map((e) => closest(data, e, normalised, ev.deviceKinds));
   const counted = ev.message ? priorsOf(data, ev.message) : {};
+  let signatures = data.entries.map((entry) => bestSignature(entry, ev, search));
+  if (ev.message && !signatures.some((s) => s)) signatures = data.entries.map((entry) => bestSignature(entry, ev, searchFolded));
   const matches = [];
   data.entries.forEach((entry, k) => {
-    const m = score(data, entry, ev, found[k], found, k, counted[entry.id]);
+    const m = score(data, entry, ev, found[k], found, k, signatures[k], counted[entry.id]);
     if (m) matches.push(m);
   });
   matches.sort((a, b) => b.score - a.score || b.wording - a.wording || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

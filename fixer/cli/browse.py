@@ -14,7 +14,7 @@ def show(entry_id: str, *, as_json: bool) -> int:
     if as_json:
         print(entry.model_dump_json(indent=2))
         return OK
-    from fixer import render
+    from fixer.output import render
 
     render.console().print(render.entry_page(entry))
     return OK
@@ -25,7 +25,7 @@ def listing(*, as_json: bool) -> int:
     if as_json:
         print(json.dumps([{"id": e.id, "title": e.title} for e in entries], indent=2))
         return OK
-    from fixer import render
+    from fixer.output import render
 
     render.console().print(render.entry_list(entries))
     return OK

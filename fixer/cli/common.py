@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fixer.catalog import Catalog
+    from fixer.kb.catalog import Catalog
 
 OK, NO_MATCH, USAGE, NO_TRACEBACK, NOT_APPLIED = 0, 1, 2, 3, 4
 # From sysexits.h, so a script can tell fixer's own failure from a verdict about the input.
@@ -24,7 +24,7 @@ class CliError(Exception):
 
 
 def catalog() -> Catalog:
-    from fixer.catalog import KBError, load
+    from fixer.kb.catalog import KBError, load
 
     try:
         loaded = load()
@@ -58,7 +58,7 @@ def progress(total: int, what: str) -> Iterator[Callable[[], None]]:
         return
     from rich.progress import Progress
 
-    from fixer import render
+    from fixer.output import render
 
     with Progress(console=render.console(stderr=True), transient=True) as bar:
         task = bar.add_task(what, total=total)
@@ -71,7 +71,7 @@ def status(what: str) -> Iterator[None]:
     if not sys.stderr.isatty():
         yield
         return
-    from fixer import render
+    from fixer.output import render
 
     with render.console(stderr=True).status(what):
         yield

@@ -12,8 +12,8 @@ from fixer.cli.explain import can_ask, narrowed
 
 if TYPE_CHECKING:
     from fixer.diagnose.findings import Finding
-    from fixer.match import Explanation, Match
-    from fixer.parse import Traceback
+    from fixer.explain.match import Explanation, Match
+    from fixer.explain.parse import Traceback
 
 TOP = 3
 
@@ -52,7 +52,7 @@ def diagnose(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_json(findings, shown, unchecked, redact=args.redact), indent=2, default=str))
     elif args.markdown:
-        from fixer.issue_report import issue_markdown
+        from fixer.output.issue_report import issue_markdown
 
         block = issue_markdown(findings, shown, text.strip() if text else None)
         print(_redacted(block) if args.redact else block, end="")
@@ -62,7 +62,7 @@ def diagnose(args: argparse.Namespace) -> int:
 
 
 def _explain(text: str) -> Explanation:
-    from fixer.match import Matcher
+    from fixer.explain.match import Matcher
 
     return Matcher(catalog()).explain(text)
 
@@ -95,7 +95,7 @@ def _unchecked(matches: list[Match], findings: list[Finding]) -> dict[str, str]:
 
 
 def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, str], *, redact: bool) -> Any:
-    from fixer.report import match_out
+    from fixer.output.report import match_out
 
     payload = {
         "findings": [vars(f) for f in findings],
@@ -108,13 +108,13 @@ def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, st
 
 
 def _redacted(text: str) -> str:
-    from fixer.redact import redact
+    from fixer.output.redact import redact
 
     return redact(text)
 
 
 def _print(findings: list[Finding], matches: list[Match], unchecked: dict[str, str]) -> None:
-    from fixer import render
+    from fixer.output import render
 
     out = render.console()
     out.print(render.findings_view(findings))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from fixer.cli.common import NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
 
 if TYPE_CHECKING:
-    from fixer.match import Explanation, Match
+    from fixer.explain.match import Explanation, Match
     from fixer.patching.plan import Patch
 
 
@@ -21,7 +21,7 @@ def example_text(entry_id: str) -> str:
 
 
 def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_input: bool = False) -> int:
-    from fixer.match import Matcher
+    from fixer.explain.match import Matcher
 
     if not text.strip() and not as_json:  # a script reading --json gets the no-traceback document
         if passthrough:
@@ -32,8 +32,8 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_in
         result = replace(result, matches=narrowed(result.matches))
     patches = local_patches(result)
     if as_json:
-        from fixer.narrow import certainty
-        from fixer.report import explain_out
+        from fixer.explain.narrow import certainty
+        from fixer.output.report import explain_out
 
         known = certainty(result.matches)
         document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known)
@@ -55,7 +55,7 @@ def can_ask(*, no_input: bool) -> bool:
 def narrowed(matches: list[Match]) -> list[Match]:
     """Let the person who ran the code settle what the text cannot; the questions go to stderr so
     that stdout, perhaps a file, holds only the explanation."""
-    from fixer import narrow
+    from fixer.explain import narrow
 
     prompt = _Prompt()
     matches = narrow.interview(matches, prompt)
@@ -72,7 +72,7 @@ class _Prompt:
     the command), so the explanation still shows what the answers so far have settled."""
 
     def __init__(self) -> None:
-        from fixer import render
+        from fixer.output import render
 
         self.console = render.console(stderr=True)
         self.started = False
@@ -116,7 +116,7 @@ def local_patches(result: Explanation) -> list[Patch]:
 
 
 def _print_explanation(result: Explanation, top: int, passthrough: bool, patches: list[Patch]) -> None:
-    from fixer import render
+    from fixer.output import render
 
     out = render.console()
     if passthrough:

@@ -10,7 +10,7 @@ from fixer.cli.common import NO_MATCH, OK, CliError, catalog, progress
 
 
 def schema(output: str | None) -> int:
-    from fixer.schema import Entry
+    from fixer.kb.schema import Entry
 
     text = json.dumps(Entry.model_json_schema(), indent=2) + "\n"
     if output is None:
@@ -26,8 +26,8 @@ def schema(output: str | None) -> int:
 
 
 def lint(kb_dir: str | None, *, as_json: bool) -> int:
-    from fixer.catalog import default_root
-    from fixer.lint import entry_stats, lint
+    from fixer.kb.catalog import default_root
+    from fixer.kb.lint import entry_stats, lint
 
     root = Path(kb_dir) if kb_dir else default_root()
     if not root.is_dir():
@@ -53,7 +53,7 @@ def lint(kb_dir: str | None, *, as_json: bool) -> int:
 def stats(*, as_json: bool) -> int:
     from collections import Counter
 
-    from fixer.lint import entry_stats
+    from fixer.kb.lint import entry_stats
 
     stats = [entry_stats(e) for e in sorted(catalog(), key=lambda e: e.id)]
     repro = Counter(s.repro for s in stats)
@@ -66,7 +66,7 @@ def stats(*, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"entries": [vars(s) for s in stats], "totals": totals}, indent=2))
         return OK
-    from fixer import render
+    from fixer.output import render
 
     render.console().print(render.stats_table(stats))
     print(
@@ -77,8 +77,8 @@ def stats(*, as_json: bool) -> int:
 
 
 def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
-    from fixer.evaluate import CorpusError, evaluate, load_corpus
-    from fixer.match import Matcher
+    from fixer.explain.match import Matcher
+    from fixer.kb.evaluate import CorpusError, evaluate, load_corpus
 
     try:
         items = load_corpus(Path(corpus))
@@ -99,7 +99,7 @@ def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
         overall = {"n": score.overall.n, "top1": score.overall.top1_rate, "top3": score.overall.top3_rate}
         print(json.dumps({"overall": overall, "per_entry": per_entry}, indent=2))
         return OK
-    from fixer import render
+    from fixer.output import render
 
     render.console().print(render.accuracy_table(score))
     if misses:
@@ -109,9 +109,9 @@ def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
 
 
 def priors(corpora: list[str], output: str | None) -> int:
-    from fixer import priors as counted
-    from fixer.evaluate import CorpusError, load_corpus
-    from fixer.match import Matcher
+    from fixer.explain import priors as counted
+    from fixer.explain.match import Matcher
+    from fixer.kb.evaluate import CorpusError, load_corpus
 
     matcher = Matcher(catalog())
     labelled: list[tuple[str, tuple[str, ...]]] = []

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from fixer.cli.common import NO_MATCH, NO_TRACEBACK, NOT_APPLIED, OK, CliError, catalog
 
 if TYPE_CHECKING:
-    from fixer.match import Match
+    from fixer.explain.match import Match
     from fixer.patching.plan import Patch
 
 
 def patch(text: str, args: argparse.Namespace) -> int:
-    from fixer.match import Matcher
+    from fixer.explain.match import Matcher
 
     matcher = Matcher(catalog())
     result = matcher.explain(text)
@@ -27,7 +27,7 @@ def patch(text: str, args: argparse.Namespace) -> int:
         entry = matcher.catalog.get(args.entry)
         if entry is None:
             raise CliError(f"no KB entry {args.entry!r}; `fixer list` shows the ids")
-        from fixer.match import Match
+        from fixer.explain.match import Match
 
         match = Match(entry=entry, score=0, reasons=())  # the user's choice, not a ranking
     match = match or (result.matches[0] if result.matches else None)
@@ -42,7 +42,7 @@ def patch(text: str, args: argparse.Namespace) -> int:
         print(f"fixer: {skipped.path}: skipped: {skipped.reason}", file=sys.stderr)
     patches = propose(located.files, match)
     if args.json:
-        from fixer.report import patch_out
+        from fixer.output.report import patch_out
 
         print(json.dumps({"entry": match.id, "patches": [patch_out(p).model_dump() for p in patches]}, indent=2))
     if not patches:
@@ -50,7 +50,7 @@ def patch(text: str, args: argparse.Namespace) -> int:
             _explain_no_patch(match)
         return NO_MATCH
     if not args.json:
-        from fixer import render
+        from fixer.output import render
 
         out = render.console()
         for patch in patches:

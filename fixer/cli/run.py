@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Group
 
     from fixer.diagnose.findings import Finding
-    from fixer.match import Explanation, Matcher
+    from fixer.explain.match import Explanation, Matcher
     from fixer.ranks import RankReport
     from fixer.runner import Outcome
 
@@ -94,8 +94,8 @@ def _report(outcome: Outcome, wait: timedelta | None) -> None:
 def _explain(outcome: Outcome) -> None:
     from rich.markup import escape
 
-    from fixer import render
-    from fixer.match import Matcher
+    from fixer.explain.match import Matcher
+    from fixer.output import render
 
     assert outcome.text is not None  # only a failed run is explained
     out = render.console(stderr=True)
@@ -112,8 +112,8 @@ def _machine_findings(text: str) -> list[Finding]:
     from fixer.diagnose.environment import environment_findings
     from fixer.diagnose.findings import Finding
     from fixer.diagnose.machine import collect
-    from fixer.evidence import extract
-    from fixer.parse import parse
+    from fixer.explain.evidence import extract
+    from fixer.explain.parse import parse
 
     tb = parse(text)
     try:
@@ -135,15 +135,16 @@ def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Expl
 def _explanation_view(result: Explanation) -> Group:
     from rich.console import Group
 
-    from fixer import render
+    from fixer.output import render
 
     return Group(render.explanation(result, top=3), *(render.patch_view(patch) for patch in local_patches(result)))
 
 
 def _report_ranks(outcome: Outcome, wait: timedelta) -> None:
     """Every rank takes part, failed or not: rank 0 prints the job's report even when only another rank failed."""
-    from fixer import ranks, render
-    from fixer.match import Matcher
+    from fixer import ranks
+    from fixer.explain.match import Matcher
+    from fixer.output import render
 
     @cache
     def matcher() -> Matcher:  # a rank that succeeded and explains nothing never loads the KB

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fixer.diagnose.findings import Finding, Verdict
-from fixer.evidence import Evidence
+from fixer.explain.evidence import Evidence
 
 TIMEOUT_S = 60
 # "cuda:2", "CUDA device 2" (torch.load), "device_ids[0]" is not an ordinal of the machine

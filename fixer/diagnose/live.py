@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader
 import fixer
 from fixer.diagnose.findings import Finding
 from fixer.diagnose.objects import audit, default_device, guarded
-from fixer.libraries import library_of, normalise_path
+from fixer.explain.libraries import library_of, normalise_path
 
 _FIXER_DIR = normalise_path(os.path.dirname(os.path.abspath(fixer.__file__)))
 # ops, in place (trailing _) or not, that index their first tensor (the receiver, in method form) with the others

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fixer.diagnose.findings import RERANK_POINTS, Finding
-from fixer.match import Match, Reason, ranked
+from fixer.explain.match import Match, Reason, ranked
 
 
 def rerank(matches: list[Match], findings: list[Finding]) -> list[Match]:

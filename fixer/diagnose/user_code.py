@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from fixer.detectors import Code, syntax
 from fixer.diagnose.findings import Finding
-from fixer.parse import Traceback
+from fixer.explain.detectors import Code, syntax
+from fixer.explain.parse import Traceback
 
 _HIDDEN_NAMES = ("h0", "c0", "hidden", "hx", "state")
 

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from fixer.match import Match
+from fixer.explain.match import Match
 from fixer.patching import registry
 from fixer.patching.base import Safety, Target, run
 

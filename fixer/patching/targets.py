@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fixer.parse import Frame, Traceback
-from fixer.read import as_pasted
-from fixer.source import MAX_BYTES
+from fixer.explain.parse import Frame, Traceback
+from fixer.explain.read import as_pasted
+from fixer.explain.source import MAX_BYTES
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
 _LINE_END = re.compile(r"\r\n|\r|\n")

@@ -29,8 +29,8 @@ raise RuntimeError("Expected all tensors to be on the same device, but found at 
 
 # The script itself breaks the matcher fixer explains with: it runs in fixer's process.
 MATCHER_BROKEN = (
-    "import fixer.match\n\ndef broken(self, text):\n    raise LookupError('a fixer bug')\n\n"
-    "fixer.match.Matcher.explain = broken\n" + DEVICE_ERROR
+    "import fixer.explain.match\n\ndef broken(self, text):\n    raise LookupError('a fixer bug')\n\n"
+    "fixer.explain.match.Matcher.explain = broken\n" + DEVICE_ERROR
 )
 
 # The failing module refuses to list its parameters when fixer inspects it.

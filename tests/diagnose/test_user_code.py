@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fixer.diagnose.probes import PROBES
 from fixer.diagnose.user_code import constructor_findings, factory_findings
-from fixer.parse import parse
+from fixer.explain.parse import parse
 
 MASK_IN_FORWARD = """\
 import torch

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from fixer.kb.repro import run_script
 from fixer.patching import registry
 from fixer.patching.base import Target, run
-from fixer.repro import run_script
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(FIXTURES.glob("*/*.in.py"))

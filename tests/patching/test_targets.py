@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer.parse import parse
+from fixer.explain.parse import parse
 from fixer.patching.targets import Skipped, locate, user_files
 
 SCRIPT = "import torch\n\n\ndef step(model, x):\n    return model(x)\n"

@@ -1,0 +1,192 @@
+"""What the detectors read: the failing lines the traceback printed, and, when the traceback came
+from this machine, the user's own files around those lines."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from fixer.explain.detectors import syntax
+from fixer.explain.parse import MAX_CODE_CHARS, Frame
+from fixer.explain.source import parse_source
+from fixer.patching.targets import user_files
+
+# A script is read back this many top-level statements from the failing line: what bears on a line is
+# near it, and reading a generated script of 100,000 statements whole would take seconds.
+MAX_SCRIPT_STATEMENTS = 1_000
+
+
+@dataclass(frozen=True)
+class Line:
+    """A source line a frame printed, and its tree when it parses on its own."""
+
+    code: str
+    library: str | None = None  # None: the user's own code
+    where: str = ""  # `train.py:42`, as the frame names it
+
+    @property
+    def user(self) -> bool:
+        return self.library is None
+
+    @property
+    def third_party(self) -> bool:
+        """Another project's code, where the same mistakes are made; not PyTorch's or Python's own."""
+        return self.library is not None and self.library != "python" and self.library.split(".")[0] != "torch"
+
+    @cached_property
+    def tree(self) -> ast.AST | None:
+        return syntax.parse_line(self.code)
+
+    def calls(self) -> Iterator[ast.Call]:
+        return syntax.calls(self.tree) if self.tree is not None else iter(())
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One failing line in the user's file on this machine, with the code around it."""
+
+    file: str  # the file's name, for messages
+    line: int
+    module: ast.Module = field(repr=False)
+    names: dict[str, str] = field(repr=False)  # what the module's imported names stand for
+
+    @cached_property
+    def enclosing(self) -> tuple[ast.AST, ...]:
+        """Functions and classes around the line, innermost first, found by descending from the module
+        through the statements that hold the line (walking a big module whole costs seconds)."""
+        found: list[ast.AST] = []
+        node: ast.AST | None = self.module
+        while node is not None:
+            if isinstance(node, syntax.Function | ast.ClassDef):
+                found.append(node)
+            node = next(
+                (
+                    child
+                    for child in ast.iter_child_nodes(node)
+                    if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
+                    and getattr(child, "lineno", 0) <= self.line <= (getattr(child, "end_lineno", 0) or 0)
+                ),
+                None,
+            )
+        return tuple(reversed(found))
+
+    @property
+    def function(self) -> syntax.Function | None:
+        return next((n for n in self.enclosing if isinstance(n, syntax.Function)), None)
+
+    @property
+    def cls(self) -> ast.ClassDef | None:
+        return next((n for n in self.enclosing if isinstance(n, ast.ClassDef)), None)
+
+    @property
+    def innermost(self) -> ast.AST:
+        """The function around the line, else the module (a script runs top to bottom)."""
+        return self.function or self.module
+
+    @cached_property
+    def statements(self) -> list[ast.stmt]:
+        """The statements of the innermost scope, nested bodies included, in order."""
+        if self.function is not None:
+            return list(syntax.statements(self.function))
+        return [s for top in self._script for s in (top, *syntax.statements(top))]
+
+    @cached_property
+    def _script(self) -> list[ast.stmt]:
+        """The module's top-level statements up to the failing line, the last MAX_SCRIPT_STATEMENTS of them."""
+        upto = [s for s in self.module.body if s.lineno <= self.line]
+        return upto[-MAX_SCRIPT_STATEMENTS:]
+
+    @cached_property
+    def before(self) -> list[ast.stmt]:
+        """The statements that start before the failing line: what ran before it (loops aside)."""
+        return [s for s in self.statements if s.lineno < self.line]
+
+    @cached_property
+    def failing(self) -> ast.stmt | None:
+        """The innermost statement that holds the failing line."""
+        found = None
+        for statement in self.statements:
+            if statement.lineno <= self.line <= (statement.end_lineno or statement.lineno):
+                found = statement
+        return found
+
+    @cached_property
+    def failing_calls(self) -> list[ast.Call]:
+        """Calls on the failing line, outermost first."""
+        if self.failing is None:
+            return []
+        return [c for c in syntax.calls(self.failing) if c.lineno <= self.line <= (c.end_lineno or c.lineno)]
+
+    @cached_property
+    def moved_before(self) -> dict[str, int]:
+        """Names moved before the failing line (`m.to(d)`, `m = m.cuda()`, `m = Net().to(d)`), with where."""
+        moved: dict[str, int] = {}
+        for statement in self.before:
+            if isinstance(statement, ast.Expr) and (name := syntax.moved(statement.value)):
+                moved[name] = statement.lineno
+            value = syntax.value_of(statement)
+            if value is not None and syntax.is_move(value):
+                for target in syntax.assigned_names(statement):
+                    moved[target] = statement.lineno
+        return moved
+
+    @cached_property
+    def around(self) -> tuple[ast.AST, ...]:
+        """The code that bears on the line: the functions and classes around it, or for a line at module
+        level, the module's statements up to it (a script, read as it ran)."""
+        return self.enclosing or tuple(self._script)
+
+    @cached_property
+    def statements_around(self) -> list[ast.stmt]:
+        """Every statement of `around`, nested ones included."""
+        found: list[ast.stmt] = []
+        for node in self.around:
+            if isinstance(node, ast.stmt) and not isinstance(node, syntax.Function | ast.ClassDef):
+                found.append(node)
+            found.extend(syntax.statements(node))
+        return found
+
+    @cached_property
+    def calls_around(self) -> list[ast.Call]:
+        return [call for node in self.around for call in syntax.calls(node)]
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.file}:{getattr(node, 'lineno', self.line)}"
+
+
+@dataclass(frozen=True)
+class Code:
+    """Everything a detector may read about the user's code, innermost first."""
+
+    lines: tuple[Line, ...] = ()  # every frame's printed line; detectors choose whose to read
+    scopes: tuple[Scope, ...] = ()
+    text: str = ""  # the whole paste: command lines and configurations show there
+
+    @classmethod
+    def of(cls, frames: Iterable[Frame], text: str = "") -> Code:
+        frames = tuple(frames)
+        printed = tuple(
+            Line(f.code[:MAX_CODE_CHARS], f.library, f"{_name(f.path)}:{f.line}" if f.line else _name(f.path))
+            for f in reversed(frames)
+            if f.code
+        )
+        return cls(printed, tuple(_scopes(frames)), text)
+
+
+def _name(path: str) -> str:
+    """The file's own name, from a Linux, macOS or Windows path."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _scopes(frames: tuple[Frame, ...]) -> Iterator[Scope]:
+    for path, lines in user_files(frames).items():
+        parsed = parse_source(str(path))
+        if parsed is None:
+            continue
+        module = parsed[0]
+        names = syntax.aliases(module)
+        for line in reversed(lines):
+            yield Scope(Path(path).name, line, module, names)

@@ -1,0 +1,254 @@
+"""Facts about tensors and the data passed to a model: where they are made and whether they move."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from fixer.explain.detectors import detector, syntax
+from fixer.explain.detectors.code import Code, Scope
+
+# Functions that run at every step, where a tensor made without device= lands on the CPU each time.
+_PER_STEP = re.compile(
+    r"forward|__call__|(?:training|validation|test|predict)_step|"
+    r"_?\w*(?:loss|mask|attn|attention|score|logits|criterion|noise|sampl|diffus|reparam|position|rotary)\w*"
+)
+# Indexing ops and where their index goes: (positional index as a method, as a torch function).
+_INDEXING = {
+    "gather": (1, 2), "index_select": (1, 2), "scatter": (1, 2), "scatter_": (1, None), "scatter_add": (1, 2),
+    "scatter_add_": (1, None), "index_add": (1, 2), "index_add_": (1, None), "index_copy": (1, 2),
+    "index_copy_": (1, None), "index_fill": (1, 2), "index_fill_": (1, None), "take": (0, 1),
+    "take_along_dim": (0, 1),
+}  # fmt: skip
+
+
+def _unplaced_factories(node: ast.AST, scope: Scope, statement: ast.stmt) -> Iterator[tuple[ast.Call, str]]:
+    """Factory calls in `node` that get no device: no device=, no **kwargs, not moved where they are made."""
+    for call in syntax.calls(node):
+        made = syntax.factory(call, scope.names)
+        if made is None or syntax.keyword(call, "device") is not None:
+            continue
+        if any(k.arg is None for k in call.keywords) or syntax.moved_where_made(call, statement):
+            continue
+        yield call, made
+
+
+@detector(
+    "factory-without-device-in-forward",
+    reads="your files",
+    finds="a forward, loss, mask or step function makes a tensor with a torch factory and no device=",
+)
+def factory_without_device_in_forward(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        function = scope.function
+        if function is None or not _PER_STEP.fullmatch(function.name):
+            continue
+        for statement in syntax.statements(function):
+            for call, made in _unplaced_factories(statement, scope, statement):
+                yield f"{scope.where(call)}: `torch.{made}(...)` in `{function.name}()` has no device="
+
+
+@detector(
+    "cpu-index-to-indexing-op",
+    reads="your files",
+    finds="an index built on the CPU (a factory without device=, .cpu(), NumPy) is passed to gather/index_select/...",
+)
+def cpu_index_to_indexing_op(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        on_cpu: dict[str, int] = {}
+        for statement in scope.statements:
+            for call in syntax.calls(statement):
+                index = _index_argument(call)
+                name = syntax.base_name(index, scope.names) if index is not None else None
+                if name in on_cpu:
+                    made = on_cpu[name]
+                    yield f"{scope.where(call)}: `{name}`, made on the CPU at line {made}, indexes `{_op(call)}`"
+            value = syntax.value_of(statement)
+            for target in syntax.assigned_names(statement):
+                on_cpu.pop(target, None)
+                if value is not None and _on_cpu(value, scope, statement):
+                    on_cpu[target] = statement.lineno
+
+
+def _on_cpu(value: ast.expr, scope: Scope, statement: ast.stmt) -> bool:
+    if syntax.placed(value):
+        return False
+    if any(True for _ in _unplaced_factories(value, scope, statement)):
+        return True
+    for call in syntax.calls(value):
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("cpu", "numpy"):
+            return True
+        if (syntax.dotted(call.func) or "").split(".")[0] in ("np", "numpy"):
+            return True
+    return False
+
+
+def _index_argument(call: ast.Call) -> ast.expr | None:
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in _INDEXING:
+        return None
+    as_method, as_function = _INDEXING[call.func.attr]
+    named = syntax.keyword(call, "index") or syntax.keyword(call, "indices")
+    if named is not None:
+        return named
+    is_function = syntax.dotted(call.func.value) == "torch"
+    position = as_function if is_function else as_method
+    if position is None or position >= len(call.args):
+        return None
+    return call.args[position]
+
+
+def _op(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else "?"
+
+
+def _last_assignment(scope: Scope, name: str) -> ast.stmt | None:
+    found = None
+    for statement in scope.before:
+        if name in syntax.assigned_names(statement):
+            found = statement
+    return found
+
+
+@detector(
+    "failing-call-args-on-device",
+    reads="your files",
+    finds="every tensor passed on the failing line was made with device= or moved just before",
+)
+def failing_call_args_on_device(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        for call in scope.failing_calls:
+            placed = [_placed_at(scope, arg) for arg in (*call.args, *(k.value for k in call.keywords))]
+            shown = [p for p in placed if p]
+            if shown and all(p is not None for p in placed):
+                yield f"{scope.where(call)}: {', '.join(shown)} on a device already"
+                break
+
+
+def _placed_at(scope: Scope, arg: ast.expr) -> str | None:
+    """How an argument is known to be on a device ('' for a constant, which has none to be on), or None."""
+    if isinstance(arg, ast.Constant):
+        return ""
+    if syntax.placed(arg):
+        return f"`{ast.unparse(arg)}`"
+    name = syntax.base_name(arg, scope.names)
+    source = _last_assignment(scope, name) if name else None
+    value = syntax.value_of(source) if source is not None else None
+    if source is None or value is None or not syntax.placed(value):
+        return None
+    return f"`{name}` (line {source.lineno})"
+
+
+@detector(
+    "model-moved-not-its-inputs",
+    reads="your files",
+    finds="the model called on the failing line is moved, but the data passed to it never is",
+)
+def model_moved_not_its_inputs(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        moved = scope.moved_before
+        for call in scope.failing_calls:
+            model = syntax.callee(call)
+            if model not in moved:
+                continue
+            data = _data_arguments(call, scope)
+            never = [name for name in data if not _ever_placed(scope, name)]
+            if never:
+                yield (
+                    f"{scope.where(call)}: `{model}` is moved at line {moved[model]}, "
+                    f"but {', '.join(f'`{n}`' for n in never)} never is"
+                )
+
+
+@detector(
+    "argument-never-moved",
+    reads="your files",
+    finds="the code moves its model or data to a device, but a tensor passed on the failing line never is",
+)
+def argument_never_moved(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        if not any(syntax.placed(statement) for statement in scope.before):
+            continue
+        for call in scope.failing_calls:
+            bound = [name for name in _data_arguments(call, scope) if _last_assignment(scope, name) is not None]
+            never = [name for name in bound if not _ever_placed(scope, name)]
+            if never:
+                named = ", ".join(f"`{n}`" for n in never)
+                yield f"{scope.where(call)}: {named} never moved, while the code moves others"
+                break
+
+
+def _data_arguments(call: ast.Call, scope: Scope) -> list[str]:
+    values = [v.value if isinstance(v, ast.Starred) else v for v in (*call.args, *(k.value for k in call.keywords))]
+    names = [syntax.base_name(v, scope.names) for v in values if not syntax.placed(v)]
+    return [n for n in names if n and n not in ("True", "False", "None") and "." not in n]
+
+
+def _ever_placed(scope: Scope, name: str) -> bool:
+    """Some assignment to `name` in the scope places it. A bare `x.to(d)` does not: a tensor's `.to()`
+    returns a copy, and discarding it is the bug."""
+    for statement in scope.statements:
+        value = syntax.value_of(statement)
+        if name in syntax.assigned_names(statement) and value is not None and syntax.placed(value):
+            return True
+    return False
+
+
+@detector(
+    "failing-loss-without-tensor",
+    reads="your files",
+    finds="the loss called on the failing line was built without weight=/pos_weight=, so holds no tensor",
+)
+def failing_loss_without_tensor(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        for call in scope.failing_calls:
+            name = syntax.dotted(call.func)
+            if name is None:
+                continue
+            built = _loss_built(scope, name)
+            if built is not None:
+                statement, loss = built
+                yield f"{scope.where(statement)}: `{name}` is built as `{loss}()` with no tensor"
+
+
+def _loss_built(scope: Scope, name: str) -> tuple[ast.stmt, str] | None:
+    """Where and as what, when `name` (a local, or `self.x` anywhere in the class) is assigned once, to a
+    loss built with no weight: no positional arguments (CrossEntropyLoss's first is the weight), no
+    weight=/pos_weight=."""
+    where = scope.cls if name.startswith("self.") and scope.cls is not None else scope.innermost
+    assignments = [s for s in syntax.all_statements(where) if name in syntax.assigned_names(s)]
+    if len(assignments) != 1:
+        return None
+    value = syntax.value_of(assignments[0])
+    if not isinstance(value, ast.Call):
+        return None
+    loss = syntax.dotted(value.func)
+    if loss is None or not loss.endswith("Loss"):
+        return None
+    if value.args or any(k.arg in (None, "weight", "pos_weight") for k in value.keywords):
+        return None
+    return assignments[0], loss
+
+
+@detector(
+    "device-from-module-property",
+    reads="failing lines and your files",
+    finds="tensors are placed with a module's .device property (self.device, model.device)",
+)
+def device_from_module_property(code: Code) -> Iterator[str]:
+    printed = (
+        (f"{line.where}: `{line.code.strip()}`", call) for line in code.lines if line.user for call in line.calls()
+    )
+    around = ((scope.where(call), call) for scope in code.scopes for call in scope.calls_around)
+    for where, call in (*printed, *around):
+        device = syntax.keyword(call, "device")
+        if device is None and isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args:
+            device = call.args[0]
+        name = syntax.dotted(device) if device is not None else None
+        if name and name.endswith(".device") and _module_like(name.removesuffix(".device")):
+            yield f"{where}: placed on `{name}`"
+
+
+def _module_like(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return name == "self" or last == "model" or last.endswith("_model")

@@ -1,0 +1,208 @@
+"""Facts about layers: where they are built and held, which `.to()` never reaches."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from fixer.explain.detectors import detector, syntax
+from fixer.explain.detectors.code import Code, Scope
+
+# Methods that build a module once (not at every call), where constructing layers is the point.
+_BUILDERS = ("init", "build", "make", "create", "setup", "configure", "reset", "add", "replace", "load", "new")
+_WRAPPERS = frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
+
+
+@detector(
+    "layer-assigned-after-move",
+    reads="your files",
+    finds="a layer assigned to an attribute of a model after that model was moved with .to()/.cuda()",
+)
+def layer_assigned_after_move(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        moves: dict[str, int] = {}  # model name -> line of its latest move
+        late: dict[str, tuple[ast.stmt, str]] = {}  # model name -> the assignment made after that move
+        for statement in _until_failing(scope):
+            for name in _moves(statement):
+                moves[name] = statement.lineno
+                late.pop(name, None)
+            value = syntax.value_of(statement)
+            if value is None or not isinstance(value, ast.Call) or not syntax.constructs(value):
+                continue
+            if syntax.placed(value):
+                continue
+            for target in syntax.assigned_names(statement) or _subscripted(statement):
+                owner = next((m for m in moves if target.startswith(m + ".")), None)
+                if owner is not None:
+                    late[owner] = (statement, target)
+        for owner, (statement, target) in late.items():
+            value = syntax.value_of(statement)
+            built = syntax.dotted(value.func) if isinstance(value, ast.Call) else None
+            yield (
+                f"{scope.where(statement)}: `{target} = {built or '...'}(...)` after `{owner}` was moved at line "
+                f"{moves[owner]}"
+            )
+
+
+def _until_failing(scope: Scope) -> list[ast.stmt]:
+    failing = scope.failing
+    return [*scope.before, *([failing] if failing is not None else [])]
+
+
+def _moves(statement: ast.stmt) -> Iterator[str]:
+    """Names a statement moves: `m.to(d)`, `m.cuda()`, `m = m.to(d)`, `m = Net().to(d)`."""
+    if isinstance(statement, ast.Expr):
+        name = syntax.moved(statement.value)
+        if name:
+            yield name
+    value = syntax.value_of(statement)
+    if value is not None and syntax.is_move(value):
+        yield from syntax.assigned_names(statement)
+
+
+def _subscripted(statement: ast.stmt) -> list[str]:
+    """`model.classifier[6] = nn.Linear(...)`: the container attribute assigned into."""
+    if isinstance(statement, ast.Assign):
+        return [name for t in statement.targets if isinstance(t, ast.Subscript) and (name := syntax.dotted(t.value))]
+    return []
+
+
+@detector(
+    "layer-built-in-method",
+    reads="your files",
+    finds="a method that runs at every call (not __init__ or a builder) constructs a layer with weights",
+)
+def layer_built_in_method(code: Code) -> Iterator[str]:
+    for scope in code.scopes:
+        function = scope.function
+        if function is None or not _is_method(function) or _is_builder(function.name):
+            continue
+        for statement in syntax.statements(function):
+            for call in syntax.calls(statement):
+                layer = syntax.layer(call, scope.names)
+                if layer and syntax.keyword(call, "device") is None and not syntax.moved_where_made(call, statement):
+                    yield f"{scope.where(call)}: `{layer}(...)` is built inside `{function.name}()`"
+
+
+def _is_method(function: syntax.Function) -> bool:
+    return bool(function.args.args) and function.args.args[0].arg == "self"
+
+
+def _is_builder(name: str) -> bool:
+    return name.lstrip("_").startswith(_BUILDERS)
+
+
+@detector(
+    "layers-in-plain-container",
+    reads="your files",
+    finds="a class keeps layers in a plain Python list, dict or tuple attribute instead of nn.ModuleList/ModuleDict",
+)
+def layers_in_plain_container(code: Code) -> Iterator[str]:
+    for scope, cls in _classes(code):
+        wrapped = _wrapped_attributes(cls)
+        empty: dict[str, ast.stmt] = {}
+        for statement in syntax.all_statements(cls):
+            value = syntax.value_of(statement)
+            for target in syntax.assigned_names(statement):
+                attribute = target.removeprefix("self.")
+                if not target.startswith("self.") or attribute in wrapped or value is None:
+                    continue
+                if _holds_layers(value):
+                    yield f"{scope.where(statement)}: `{target}` is a plain {_kind(value)} of layers"
+                elif _is_empty_list(value):
+                    empty[target] = statement
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+                call = statement.value
+                if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert"):
+                    owner = syntax.dotted(call.func.value)
+                    if owner in empty and any(_holds_layers(arg) or _constructs(arg) for arg in call.args):
+                        yield f"{scope.where(statement)}: layers are appended to the plain list `{owner}`"
+
+
+def _classes(code: Code) -> Iterator[tuple[Scope, ast.ClassDef]]:
+    """Each class around a failing line, once."""
+    seen: set[int] = set()
+    for scope in code.scopes:
+        cls = scope.cls
+        if cls is not None and id(cls) not in seen:
+            seen.add(id(cls))
+            yield scope, cls
+
+
+def _wrapped_attributes(cls: ast.ClassDef) -> set[str]:
+    """Attributes some ModuleList/ModuleDict/Sequential takes in, or that are reassigned to one."""
+    names = set()
+    for call in syntax.calls(cls):
+        name = syntax.dotted(call.func) or ""
+        if name.rsplit(".", 1)[-1] in _WRAPPERS:
+            for arg in call.args:
+                inner = arg.value if isinstance(arg, ast.Starred) else arg
+                attribute = syntax.dotted(inner) or ""
+                if attribute.startswith("self."):
+                    names.add(attribute.removeprefix("self."))
+    for statement in syntax.all_statements(cls):
+        value = syntax.value_of(statement)
+        if isinstance(value, ast.Call) and (syntax.dotted(value.func) or "").rsplit(".", 1)[-1] in _WRAPPERS:
+            names.update(t.removeprefix("self.") for t in syntax.assigned_names(statement))
+    return names
+
+
+def _constructs(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and syntax.constructs(node) and (syntax.dotted(node.func) or "") not in _WRAPPERS
+
+
+def _holds_layers(value: ast.expr) -> bool:
+    if isinstance(value, ast.List | ast.Tuple):
+        return any(_constructs(element) for element in value.elts)
+    if isinstance(value, ast.Dict):
+        return any(_constructs(element) for element in value.values)
+    if isinstance(value, ast.ListComp):
+        return _constructs(value.elt)
+    if isinstance(value, ast.DictComp):
+        return _constructs(value.value)
+    return False
+
+
+def _kind(value: ast.expr) -> str:
+    return "dict" if isinstance(value, ast.Dict | ast.DictComp) else "tuple" if isinstance(value, ast.Tuple) else "list"
+
+
+def _is_empty_list(value: ast.expr) -> bool:
+    if isinstance(value, ast.List):
+        return not value.elts
+    return isinstance(value, ast.Call) and syntax.dotted(value.func) == "list" and not value.args
+
+
+@detector(
+    "tensor-attribute-not-buffer",
+    reads="your files",
+    finds="a class stores a tensor made by a torch factory as a plain attribute, not a registered buffer",
+)
+def tensor_attribute_not_buffer(code: Code) -> Iterator[str]:
+    for scope, cls in _classes(code):
+        registered = _registered_buffers(cls)
+        for statement in syntax.all_statements(cls):
+            value = syntax.value_of(statement)
+            if value is None or isinstance(statement, ast.AugAssign) or _is_parameter(value):
+                continue
+            for target in syntax.assigned_names(statement):
+                if not target.startswith("self.") or target.count(".") != 1 or target[5:] in registered:
+                    continue
+                made = next((f for call in syntax.calls(value) if (f := syntax.factory(call, scope.names))), None)
+                if made and not syntax.placed(value):
+                    yield f"{scope.where(statement)}: `{target} = torch.{made}(...)` is a plain attribute, not a buffer"
+
+
+def _registered_buffers(cls: ast.ClassDef) -> set[str]:
+    names = set()
+    for call in syntax.calls(cls):
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "register_buffer" and call.args:
+            first = call.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value)
+    return names
+
+
+def _is_parameter(value: ast.expr) -> bool:
+    name = syntax.dotted(value.func) if isinstance(value, ast.Call) else None
+    return name is not None and name.rsplit(".", 1)[-1] in ("Parameter", "Buffer")

@@ -1,0 +1,104 @@
+"""How often each cause is behind a message that says nothing more, counted in real tracebacks.
+
+A bare "Expected all tensors to be on the same device, ... cuda:0 and cpu!" is printed by a dozen
+causes; its text cannot tell them apart, and resemblance to one entry's examples says nothing when
+other entries have examples just as alike. What it can say is how often each cause turned out to be
+behind this very message in the labelled real tracebacks: the KB's examples and the labelled corpora.
+`fixer kb priors` counts them into kb/priors/messages.yaml, where they are written down with their
+counts; the matcher adds points in proportion, at most PRIOR_POINTS, and says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from fixer.explain.normalise import normalise
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+PRIOR_POINTS = 20
+FILE = Path("priors") / "messages.yaml"  # under the KB's root
+HEADER = """\
+# How often each cause is behind a message that several causes print, counted by `fixer kb priors` over
+# the labelled real tracebacks of the corpora named below (threads found by searching for the messages,
+# so causes come in the proportions users meet them). Generated: do not edit; run `fixer kb priors`
+# again when a corpus grows. The matcher adds up to {points} points to each cause in proportion to its
+# count (fixer/explain/priors.py).
+"""
+
+
+@dataclass(frozen=True)
+class Prior:
+    count: int
+    total: int
+    points: int
+
+
+_TYPE_PREFIX = re.compile(r"^(?:[a-z_][\w.]*(?:error|exception)\s*:\s*)+")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[,.!?;:])")
+# Other accelerators (and meta, which tests and deferred loading put where a GPU would be) meet the CPU
+# for the same reasons CUDA does; their own cases are too few to count.
+_ACCELERATORS = re.compile(r"<(?:mps|xpu|npu|hpu|xla|meta)>")
+
+
+def key(message: str) -> str:
+    """Messages that differ only in ordinals, numbers, paths, case, line wrapping, CUDA's boilerplate
+    or an exception type typed into the message share a key."""
+    text = _SPACE_BEFORE_PUNCTUATION.sub("", normalise(" ".join(message.split()).casefold()).casefold())
+    return _TYPE_PREFIX.sub("", text)
+
+
+def lookup(priors: dict[str, dict[str, Prior]], message: str) -> dict[str, Prior]:
+    """The priors of this message, or of the same message on CUDA when it names another accelerator."""
+    found = key(message)
+    return priors.get(found) or priors.get(_ACCELERATORS.sub("<cuda>", found), {})
+
+
+def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[[str], str]) -> dict[str, Counter[str]]:
+    """Causes per message key. `labelled` yields (traceback text, its causes): the items of corpora
+    gathered by searching public threads for the messages themselves, so their causes come in the
+    proportions users meet them (the KB's examples do not: each entry collects its own). A traceback
+    labelled with several causes counts for none, since it does not say which one was behind it."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for text, causes in labelled:
+        message = message_of(text) if len(causes) == 1 else ""
+        if message:
+            counts[key(message)][causes[0]] += 1
+    # Only messages behind more than one cause need a prior; one cause alone is a signature's job.
+    return {k: c for k, c in sorted(counts.items()) if len(c) > 1}
+
+
+def dump(counts: dict[str, Counter[str]], sources: list[str]) -> str:
+    documents = [
+        {"message": message, "counts": dict(sorted(causes.items(), key=lambda kv: (-kv[1], kv[0])))}
+        for message, causes in counts.items()
+    ]
+    named = "".join(f"#   {source}\n" for source in sources)
+    body = yaml.safe_dump(documents, sort_keys=False, allow_unicode=True, width=120)
+    return HEADER.format(points=PRIOR_POINTS) + "# Counted over:\n" + named + body
+
+
+def load(root: Path) -> dict[str, dict[str, Prior]]:
+    """Message key -> cause -> its prior; empty when the KB has no priors file (a team's KB)."""
+    path = root / FILE
+    try:
+        documents = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader) or []
+    except (OSError, yaml.YAMLError):
+        return {}
+    priors: dict[str, dict[str, Prior]] = {}
+    try:
+        for document in documents:
+            counts = {str(cause): int(n) for cause, n in document["counts"].items() if int(n) > 0}
+            if counts:
+                total, most = sum(counts.values()), max(counts.values())
+                priors[str(document["message"])] = {
+                    cause: Prior(n, total, round(PRIOR_POINTS * n / most)) for cause, n in counts.items()
+                }
+    except (KeyError, TypeError, ValueError, AttributeError):  # a hand-edited file: no priors, not a crash
+        return {}
+    return priors

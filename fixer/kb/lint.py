@@ -1,0 +1,146 @@
+"""`fixer kb lint`: the checks that keep the KB one trustworthy source (rustc's tidy, for entries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fixer.diagnose.probes import PROBES
+from fixer.explain import detectors
+from fixer.explain.match import Matcher
+from fixer.kb.catalog import Catalog, KBError, read_entry
+from fixer.kb.repro import Verification, verification
+from fixer.kb.schema import Entry
+from fixer.patching import registry
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}"
+
+
+@dataclass(frozen=True)
+class EntryStats:
+    id: str
+    examples: int
+    ambiguous: int
+    repro: Verification
+    signatures: int
+    rules: int
+
+
+def entry_stats(entry: Entry) -> EntryStats:
+    return EntryStats(
+        id=entry.id,
+        examples=len(entry.examples),
+        ambiguous=sum(e.ambiguous for e in entry.examples),
+        repro=verification(entry),
+        signatures=len(entry.signatures),
+        rules=len(entry.evidence),
+    )
+
+
+def lint(root: Path) -> tuple[list[Entry], list[Problem]]:
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    paths = sorted(root.glob("*.yaml"))
+    if not paths:
+        problems.append(Problem(str(root), "no *.yaml entries"))
+    for path in paths:
+        try:
+            entry = read_entry(path)
+        except KBError as exc:
+            problems.append(Problem(path.name, str(exc).removeprefix(f"{path.name}: ")))
+            continue
+        if entry.id != path.stem:
+            problems.append(Problem(path.name, f"id {entry.id!r} differs from the file name"))
+        entries.append(entry)
+    problems.extend(_cross_checks(entries, root))
+    return entries, problems
+
+
+def _cross_checks(entries: list[Entry], root: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    ids = [e.id for e in entries]
+    for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(Problem(f"{duplicate}.yaml", "id used by more than one entry"))
+    known = set(ids)
+    for entry in entries:
+        file = f"{entry.id}.yaml"
+        for related in entry.related:
+            if related not in known:
+                problems.append(Problem(file, f"related entry {related!r} does not exist"))
+        problems.extend(
+            Problem(file, f"diagnostics names {probe!r}, which no probe in fixer/diagnose/probes.py is")
+            for probe in entry.diagnostics
+            if probe not in PROBES
+        )
+        problems.extend(
+            Problem(file, f"an evidence rule names the detector {rule.when.detector!r}, unknown to fixer/explain/")
+            for rule in entry.evidence
+            if rule.when.detector is not None and rule.when.detector not in detectors.registered()
+        )
+        if entry.fix.before.strip() == entry.fix.after.strip():
+            problems.append(Problem(file, "fix.before and fix.after are the same code"))
+        if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():
+            problems.append(Problem(file, "repro.code and repro.fixed are the same code"))
+        problems.extend(Problem(file, message) for message in _codemod_problems(entry))
+    problems.extend(_shared_wordings_weigh_alike(entries))
+    problems.extend(_examples_rank_first(entries, root))
+    return problems
+
+
+def _codemod_problems(entry: Entry) -> list[str]:
+    """The codemod an entry names exists and is as safe as the entry says; no codemod means manual."""
+    codemod_id, safety = entry.fix.codemod, entry.fix.safety
+    if codemod_id is None:
+        return [] if safety == "manual" else [f"fix.safety is {safety!r} but no codemod applies it: use 'manual'"]
+    if codemod_id not in registry.CODEMODS:
+        return [f"fix.codemod {codemod_id!r} does not exist in fixer/patching/codemods"]
+    codemod = registry.load(codemod_id)
+    if codemod.safety != safety:
+        return [f"fix.safety is {safety!r} but the {codemod_id} codemod is {codemod.safety!r}"]
+    return []
+
+
+def _shared_wordings_weigh_alike(entries: list[Entry]) -> list[Problem]:
+    """A wording several entries share is no evidence for one of them over another: it gives each the
+    same points, and how often each cause is behind it is the priors' business (kb/priors/)."""
+    weights: dict[tuple[str, str | None], dict[int, list[str]]] = {}
+    for entry in entries:
+        for signature in entry.signatures:
+            by_weight = weights.setdefault((signature.pattern, signature.exception), {})
+            by_weight.setdefault(signature.weight, []).append(entry.id)
+    return [
+        Problem(
+            f"{sorted(ids for ids in by_weight.values())[0][0]}.yaml",
+            f"the signature {pattern!r} weighs "
+            + ", ".join(f"{w} in {', '.join(ids)}" for w, ids in sorted(by_weight.items()))
+            + "; a shared wording weighs the same in every entry",
+        )
+        for (pattern, _), by_weight in weights.items()
+        if len(by_weight) > 1
+    ]
+
+
+def _examples_rank_first(entries: list[Entry], root: Path) -> list[Problem]:
+    """Each real example puts its own entry first (top 3 when marked ambiguous): the KB's regression test."""
+    live = {e.id: e for e in entries if not e.retired}
+    matcher = Matcher(Catalog(entries=live, root=root))
+    problems = []
+    for entry in live.values():
+        for number, example in enumerate(entry.examples, 1):
+            result = matcher.explain(example.traceback)
+            ranked = [m.id for m in result.matches]
+            window = 3 if example.ambiguous else 1
+            if entry.id not in ranked[:window]:
+                got = ", ".join(ranked[:3]) or "nothing"
+                where = "in the top 3" if example.ambiguous else "first"
+                problems.append(
+                    Problem(f"{entry.id}.yaml", f"example {number} ({example.source}) is not {where}: {got}")
+                )
+    return problems

@@ -1,0 +1,172 @@
+"""The KB entry schema: the one contract between `kb/*.yaml`, the CLI, the site and the lint.
+
+pydantic validates at the boundary (a YAML file written by a person), so every later stage can trust
+the shape of an entry. `fixer kb schema` exports this as JSON Schema for editors.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+
+ENTRY_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+DeviceKind = Literal["cpu", "cuda", "mps", "meta", "xpu", "npu", "hpu", "xla"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _compiles(pattern: str | None) -> str | None:
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except (re.error, OverflowError, RecursionError) as exc:  # `a{4294967296}`, thousands of nested groups
+            raise ValueError(f"regex {pattern!r} does not compile: {exc or type(exc).__name__}") from None
+    return pattern
+
+
+# Signatures are also searched as one alternation (to find a message printed without an exception
+# type), where a global flag, a group name or a group number would mean something else or nothing.
+_NOT_JOINABLE = re.compile(r"\(\?[aiLmsux]+\)|\(\?P[<=]|\(\?<\w|\(\?\(|\\[1-9]|\\g<")
+
+
+def _joinable(pattern: str) -> str:
+    found = _NOT_JOINABLE.search(pattern)
+    if found:
+        raise ValueError(
+            f"signature {pattern!r} uses {found.group(0)!r}: signatures are searched together, so they take no "
+            "global flags (write a scoped group such as (?i:...)), named groups or backreferences"
+        )
+    return pattern
+
+
+class Signature(Strict):
+    """A message shape that belongs to this entry's family (searched in the exception message)."""
+
+    pattern: str = Field(description="Python regex, searched case-sensitively in the exception message.")
+    exception: str | None = Field(
+        default=None, description="Regex the exception type name must fully match, e.g. 'RuntimeError'."
+    )
+    weight: int = Field(default=40, ge=0, le=80, description="Points a hit is worth.")
+
+    _check_pattern = field_validator("pattern", "exception")(_compiles)
+    _check_joinable = field_validator("pattern")(_joinable)
+
+
+class Condition(Strict):
+    """Facts about one traceback; every field given must hold for the rule to fire."""
+
+    message: str | None = Field(default=None, description="Regex searched in the exception message.")
+    text: str | None = Field(default=None, description="Regex searched in the whole pasted text.")
+    exception: str | None = Field(default=None, description="Regex fully matching the exception type name.")
+    argument: str | None = Field(
+        default=None, description="Regex fully matching the argument the message names (mat1, state_steps)."
+    )
+    op: str | None = Field(
+        default=None, description="Regex searched in the op the message names (index_select, _fused_adamw_)."
+    )
+    devices: list[DeviceKind] | None = Field(
+        default=None,
+        description="Kinds of the distinct devices named, as a multiset: [cuda, cpu], or [cuda, cuda] for "
+        "two different CUDA ordinals. Must equal the message's exactly.",
+    )
+    offending: DeviceKind | None = Field(
+        default=None,
+        description="Kind of the device the message singles out (the argument's device, or the second "
+        "device of 'found at least two devices').",
+    )
+    library: list[str] | None = Field(
+        default=None, description="Any of these libraries appears in the frames (keras, accelerate, ...)."
+    )
+    frame: str | None = Field(default=None, description="Regex searched in each frame's 'path:function: code' line.")
+    detector: str | None = Field(
+        default=None,
+        description="Id of a detector (fixer/explain/detectors) that must find its fact in your code: the failing "
+        "lines the traceback printed, or your files around them when they are on this machine.",
+    )
+
+    _check_patterns = field_validator("message", "text", "exception", "argument", "op", "frame")(_compiles)
+
+
+class EvidenceRule(Strict):
+    """Points for (or, negative, against) this entry when its condition holds, with the reason shown."""
+
+    when: Condition
+    weight: int = Field(ge=-100, le=100)
+    because: str = Field(min_length=5, description="Shown to the user in the match's 'why'.")
+
+
+class Fix(Strict):
+    summary: str
+    steps: list[str] = Field(min_length=1)
+    before: str = Field(description="Code that has the problem.")
+    after: str = Field(description="The same code, fixed.")
+    codemod: str | None = Field(default=None, description="Id of the codemod that applies this fix.")
+    safety: Literal["safe", "unsafe", "manual"] = Field(
+        description="safe: keeps meaning; unsafe: may change behaviour; manual: no automatic patch."
+    )
+    safety_note: str
+
+
+class Repro(Strict):
+    """Code that must raise this entry's error, and its fixed version that must run."""
+
+    needs: Literal["cpu", "cuda", "2-gpus", "mps", "multi-process"] = Field(
+        description="What the code needs to show the real error. 'cpu' code may use FakeTensorMode or meta "
+        "tensors to stand in for an accelerator."
+    )
+    code: str
+    fixed: str
+
+
+class Example(Strict):
+    source: HttpUrl = Field(description="Public page the traceback is quoted from.")
+    traceback: str = Field(min_length=10, description="Verbatim, as the page shows it.")
+    note: str | None = None
+    ambiguous: bool = Field(
+        default=False,
+        description="The text alone cannot tell this cause from its siblings (a bare 'cuda:0 and cpu!'): "
+        "the lint then asks for this entry in the top 3 instead of first.",
+    )
+
+
+class Question(Strict):
+    """A follow-up question that tells this entry apart from close causes."""
+
+    ask: str
+    if_yes: int = Field(default=30, description="Points for this entry when the user answers yes.")
+    if_no: int = Field(default=-30, description="Points for this entry when the user answers no.")
+
+
+class Quiz(Strict):
+    question: str
+    answer: str
+    wrong: list[str] = Field(min_length=2)
+    explanation: str
+
+
+class Tags(Strict):
+    libraries: list[str] = Field(default_factory=list)
+    ops: list[str] = Field(default_factory=list)
+
+
+class Entry(Strict):
+    id: str = Field(pattern=ENTRY_ID)
+    title: str = Field(min_length=10)
+    summary: str = Field(min_length=20)
+    meaning: str = Field(min_length=20, description="What the message means, in plain words.")
+    cause: str = Field(min_length=20, description="Why it happens in this situation.")
+    signatures: list[Signature] = Field(min_length=1)
+    evidence: list[EvidenceRule] = Field(default_factory=list)
+    diagnostics: list[str] = Field(default_factory=list, description="Probe ids that can confirm the cause.")
+    fix: Fix
+    repro: Repro | None = None
+    examples: list[Example] = Field(min_length=1)
+    related: list[str] = Field(default_factory=list)
+    tags: Tags = Field(default_factory=Tags)
+    questions: list[Question] = Field(default_factory=list)
+    quiz: Quiz
+    retired: bool = False

@@ -1,0 +1,174 @@
+"""The JSON contract of `fixer explain --json`: pydantic models, so the shape is typed and documented.
+
+Scripts depend on these field names; add fields freely, never rename or remove one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
+
+from fixer import __version__
+from fixer.diagnose.probes import how_to_run
+from fixer.explain.evidence import Evidence
+from fixer.explain.match import Match
+from fixer.explain.narrow import Certainty
+from fixer.explain.parse import Frame, Traceback
+
+if TYPE_CHECKING:
+    from fixer.patching.plan import Patch
+
+
+class FrameOut(BaseModel):
+    path: str
+    line: int | None
+    function: str | None
+    code: str | None
+    library: str | None
+    user: bool
+
+
+class ChainedOut(BaseModel):
+    exception: str | None
+    message: str
+
+
+class EvidenceOut(BaseModel):
+    devices: list[str]
+    offending_device: str | None
+    common_device: str | None
+    argument: str | None
+    op: str | None
+    libraries: list[str]
+    dtype_only: bool
+
+
+class TracebackOut(BaseModel):
+    exception: str | None
+    message: str
+    frames: list[FrameOut]
+    chain: list[ChainedOut]
+    rank: int | None
+    ranks: list[int]
+    evidence: EvidenceOut
+
+
+class FixOut(BaseModel):
+    summary: str
+    safety: Literal["safe", "unsafe", "manual"]
+    codemod: str | None
+
+
+class MatchOut(BaseModel):
+    id: str
+    title: str
+    score: int
+    why: list[str]
+    summary: str
+    fix: FixOut
+
+
+class PatchOut(BaseModel):
+    path: str
+    entry: str
+    codemod: str
+    applicability: Literal["safe", "unsafe"]
+    summary: str
+    diff: str
+
+
+class UncertainOut(BaseModel):
+    """Why the first place is not certain, and what would settle it."""
+
+    lead: int  # points between the first and the second match
+    question: str | None  # a yes/no question whose answer re-ranks them (asked at a terminal)
+    question_entry: str | None  # the entry the question speaks for
+    probe: str | None  # a probe one of the two names and the other does not
+    probe_checks: str | None  # what that probe looks at and the command that runs it
+
+
+class ExplainOut(BaseModel):
+    fixer_version: str = __version__
+    traceback: TracebackOut | None
+    matches: list[MatchOut]
+    confident: bool | None = None  # null when nothing matched
+    uncertain: UncertainOut | None = None  # set when confident is false
+    patches: list[PatchOut] = []
+
+
+def patch_out(patch: Patch) -> PatchOut:
+    return PatchOut(
+        path=str(patch.path),
+        entry=patch.entry,
+        codemod=patch.codemod,
+        applicability=patch.applicability,
+        summary=patch.summary,
+        diff=patch.diff,
+    )
+
+
+def frame_out(frame: Frame) -> FrameOut:
+    return FrameOut(
+        path=frame.path,
+        line=frame.line,
+        function=frame.function,
+        code=frame.code,
+        library=frame.library,
+        user=frame.is_user,
+    )
+
+
+def traceback_out(tb: Traceback, ev: Evidence) -> TracebackOut:
+    return TracebackOut(
+        exception=tb.exception,
+        message=tb.message,
+        frames=[frame_out(f) for f in tb.frames],
+        chain=[ChainedOut(exception=e.type, message=e.message) for e in tb.chain],
+        rank=tb.rank,
+        ranks=list(tb.ranks),
+        evidence=EvidenceOut(
+            devices=list(ev.devices),
+            offending_device=ev.offending,
+            common_device=ev.common,
+            argument=ev.argument,
+            op=ev.op,
+            libraries=sorted(ev.libraries),
+            dtype_only=ev.dtype_only,
+        ),
+    )
+
+
+def match_out(match: Match) -> MatchOut:
+    entry = match.entry
+    return MatchOut(
+        id=entry.id,
+        title=entry.title,
+        score=match.score,
+        why=[f"{r.text} ({r.points:+d})" for r in match.reasons],
+        summary=entry.summary,
+        fix=FixOut(summary=entry.fix.summary, safety=entry.fix.safety, codemod=entry.fix.codemod),
+    )
+
+
+def explain_out(
+    tb: Traceback | None, ev: Evidence | None, matches: list[Match], patches: list[Patch], known: Certainty | None
+) -> ExplainOut:
+    """`matches` as shown (the top N); `known` judged on all of them."""
+    return ExplainOut(
+        traceback=traceback_out(tb, ev) if tb is not None and ev is not None else None,
+        matches=[match_out(m) for m in matches],
+        confident=known.confident if known else None,
+        uncertain=uncertain_out(known) if known and not known.confident else None,
+        patches=[patch_out(p) for p in patches],
+    )
+
+
+def uncertain_out(known: Certainty) -> UncertainOut:
+    return UncertainOut(
+        lead=known.lead,
+        question=known.question.text if known.question else None,
+        question_entry=known.question.entry if known.question else None,
+        probe=known.probe,
+        probe_checks=how_to_run(known.probe) if known.probe else None,
+    )

@@ -1,0 +1,83 @@
+"""What the detectors read: the printed failing lines, and the user's files around them when here."""
+
+from __future__ import annotations
+
+import ast
+
+from fixer.explain.detectors import Code
+from fixer.explain.parse import Frame
+
+SCRIPT = """\
+import torch
+
+
+class Scores(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(1)
+
+    def forward(self, x):
+        mask = torch.triu(torch.ones(3, 3))
+        return x.masked_fill(mask, 0.0)
+
+
+model = Scores().to("cuda")
+model.out = torch.nn.Linear(3, 3)
+model(torch.randn(3, 3, device="cuda"))
+"""
+
+
+def _frame(path, line, library=None):
+    code = SCRIPT.splitlines()[line - 1].strip()
+    return Frame(path=str(path), line=line, function="f", code=code, library=library)
+
+
+def test_the_function_and_class_around_a_frame_are_read(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    (scope,) = Code.of([_frame(script, 11)]).scopes
+    assert (scope.function.name, scope.cls.name) == ("forward", "Scores")
+    assert [type(s).__name__ for s in scope.before] == ["Assign"]
+    assert ast.unparse(scope.failing) == "return x.masked_fill(mask, 0.0)"
+
+
+def test_a_script_frame_sees_the_module_up_to_the_failing_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    (scope,) = Code.of([_frame(script, 16)]).scopes
+    assert scope.function is None and scope.cls is None
+    assert ast.unparse(scope.before[-1]) == "model.out = torch.nn.Linear(3, 3)"
+    assert scope.moved_before == {"model": 14}
+    assert [ast.unparse(c.func) for c in scope.failing_calls] == ["model", "torch.randn"]
+
+
+def test_printed_lines_are_kept_innermost_first_with_where_and_whose_they_are(tmp_path):
+    frames = [
+        Frame("train.py", 3, "main", "for x in loader:", None),
+        Frame("lib/site-packages/torch/nn/modules/module.py", 9, "f", "return forward(x)", "torch.nn"),
+        Frame("model.py", 7, "forward", "return self.head(x) +", None),
+    ]
+    lines = Code.of(frames).lines
+    assert [(line.code, line.user, line.where) for line in lines] == [
+        ("return self.head(x) +", True, "model.py:7"),
+        ("return forward(x)", False, "module.py:9"),
+        ("for x in loader:", True, "train.py:3"),
+    ]
+    assert lines[0].tree is None and lines[2].tree is not None
+
+
+def test_library_missing_unparsable_and_non_python_files_give_no_scope(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_text(SCRIPT)
+    library = tmp_path / "site-packages" / "train.py"
+    library.parent.mkdir()
+    library.write_text(SCRIPT)
+    frames = [
+        Frame(str(tmp_path / "missing.py"), 3, "f", None, None),
+        Frame(str(broken), 1, "f", "def f(:", None),
+        Frame(str(notes), 11, "f", "return x.masked_fill(mask, 0.0)", None),
+        Frame(str(library), 11, "f", "return x.masked_fill(mask, 0.0)", "torch"),
+    ]
+    assert Code.of(frames).scopes == ()

@@ -1,0 +1,56 @@
+"""Each detector on its fixtures (fixtures/<detector id>.yaml beside this file, TorchFix style): the
+code under `finds` must make it report its fact, the code under `leaves` must not. A fixture is a
+small script of the shape the fact takes in real code; `# <- fails` marks the line the traceback
+names, and the script is read as the user's file on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fixer.explain.detectors import Code, registered
+from fixer.explain.parse import Frame
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MARK = "# <- fails"
+
+
+def _cases() -> list[pytest.param]:
+    cases = []
+    for file in sorted(FIXTURES.glob("*.yaml")):
+        data = yaml.safe_load(file.read_text())
+        for verdict in ("finds", "leaves"):
+            for number, source in enumerate(data.get(verdict, []), 1):
+                cases.append(pytest.param(file.stem, verdict, source, id=f"{file.stem}-{verdict}-{number}"))
+    return cases
+
+
+def _code(tmp_path: Path, source: str) -> Code:
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    marked = [n for n, line in enumerate(source.splitlines(), 1) if line.rstrip().endswith(MARK)]
+    assert len(marked) == 1, f"mark the failing line with {MARK!r}"
+    line = source.splitlines()[marked[0] - 1].strip()  # as a traceback prints it, comment and all
+    return Code.of([Frame(path=str(script), line=marked[0], function="f", code=line, library=None)])
+
+
+@pytest.mark.parametrize(("detector_id", "verdict", "source"), _cases())
+def test_detector_on_its_fixture(tmp_path: Path, detector_id: str, verdict: str, source: str) -> None:
+    found = list(registered()[detector_id].run(_code(tmp_path, source)))
+    if verdict == "finds":
+        assert found, "the detector missed its fact"
+        assert all(place.startswith("train.py") for place in found), found
+    else:
+        assert found == [], "the detector reported a fact that is not there"
+
+
+def test_every_detector_has_fixtures_that_it_finds_and_leaves() -> None:
+    for detector_id in registered():
+        data = yaml.safe_load((FIXTURES / f"{detector_id}.yaml").read_text())
+        assert data.get("finds") and data.get("leaves"), detector_id
+
+
+def test_a_fixture_names_a_detector_that_exists() -> None:
+    assert {file.stem for file in FIXTURES.glob("*.yaml")} <= set(registered())

@@ -1,0 +1,71 @@
+"""Ranking on real tracebacks: the KB's own examples and the labelled dev corpus."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CORPUS, corpus_items
+
+from fixer.kb.evaluate import evaluate, load_corpus
+
+# https://github.com/FoundationVision/VAR/issues/127
+VAR = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+    "and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)"
+)
+
+
+def test_every_match_explains_its_score(matcher):
+    for match in matcher.explain(VAR).matches:
+        assert 1 <= match.score <= 100
+        assert match.reasons, match.id
+        assert match.score == max(1, min(100, sum(r.points for r in match.reasons)))
+
+
+def test_matches_are_best_first(matcher):
+    scores = [m.score for m in matcher.explain(VAR).matches]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_text_with_no_error_has_no_traceback(matcher):
+    result = matcher.explain("epoch 1/10 loss=0.31\nepoch 2/10 loss=0.27\n")
+    assert result.traceback is None and result.matches == []
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is not beside this checkout")
+def test_dev_corpus_accuracy(matcher, catalog):
+    items = [i for i in load_corpus(CORPUS) if any(e in catalog.entries for e in i.expect)]
+    assert len(items) == len(corpus_items()), "every corpus label should have a KB entry"
+    score = evaluate(lambda text: [m.id for m in matcher.explain(text).matches], items)
+    misses = "\n".join(f"  {i}: want {list(w)}, got {g}" for i, w, g in score.misses)
+    overall = score.overall
+    print(f"\ndev corpus: top-1 {overall.top1_rate:.2f}, top-3 {overall.top3_rate:.2f}, n={overall.n}")
+    assert overall.top1_rate >= 0.85, f"top-1 {overall.top1_rate:.2f}; misses:\n{misses}"
+    assert overall.top3_rate >= 0.97, f"top-3 {overall.top3_rate:.2f}; misses:\n{misses}"
+
+
+# Frames quoted from https://github.com/microsoft/Cream/issues/2 (one of the KB's optimizer examples):
+# a step inside torch/optim with the optimizer's state on the line, evidence that once emptied lists.
+OPTIMIZER_FRAMES = """\
+  File "tools/train.py", line 243, in <module>
+    main()
+  File "tools/train.py", line 218, in main
+    train_metrics = train_epoch(epoch, model, loader_train, optimizer,
+  File "/opt/tiger/cream/tools/../lib/core/train.py", line 68, in train_epoch
+    optimizer.step()
+  File "/usr/local/lib/python3.8/site-packages/torch/optim/lr_scheduler.py", line 67, in wrapper
+    return wrapped(*args, **kwargs)
+  File "/usr/local/lib/python3.8/site-packages/torch/autograd/grad_mode.py", line 26, in decorate_context
+    return func(*args, **kwargs)
+  File "/usr/local/lib/python3.8/site-packages/torch/optim/sgd.py", line 106, in step
+    buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
+"""
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is not beside this checkout")
+@pytest.mark.parametrize("item", corpus_items(), ids=lambda item: item["id"])
+def test_more_evidence_never_removes_a_candidate(item, matcher):
+    """Frames added above a message may reorder its candidates, never drop one."""
+    before = {m.id for m in matcher.explain(item["traceback"]).matches}
+    framed = f"Traceback (most recent call last):\n{OPTIMIZER_FRAMES}{item['traceback']}"
+    after = {m.id for m in matcher.explain(framed).matches}
+    assert before <= after, f"dropped {sorted(before - after)}"

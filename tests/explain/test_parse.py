@@ -1,0 +1,189 @@
+"""The parser on real pasted text (parser_cases.yaml beside this file: each case cites its public page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fixer.explain.parse import MAX_MESSAGE_CHARS, clean, parse
+
+CASES = yaml.safe_load((Path(__file__).parent / "parser_cases.yaml").read_text())
+
+
+def case(name: str) -> dict:
+    return next(c for c in CASES if c["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def known(catalog):
+    return catalog.known_messages
+
+
+@pytest.mark.parametrize("item", CASES, ids=[c["name"] for c in CASES])
+def test_real_paste(item, known):
+    expect = item["expect"]
+    tb = parse(item["text"], known)
+    assert tb is not None
+    assert tb.exception == expect.get("exception")
+    if expect.get("message_starts") is not None:
+        assert tb.message.startswith(expect["message_starts"])
+    assert len(tb.frames) == expect.get("frames", 0)
+    if "last_frame" in expect:
+        last = tb.frames[-1]
+        assert (last.path, last.line, last.function) == (
+            expect["last_frame"]["path"],
+            expect["last_frame"]["line"],
+            expect["last_frame"]["function"],
+        )
+    if "ranks" in expect:
+        assert list(tb.ranks) == expect["ranks"]
+    if "chained" in expect:
+        assert len(tb.chain) + 1 == expect["chained"]
+
+
+def test_every_kind_of_paste_is_covered():
+    kinds = {c["kind"] for c in CASES}
+    assert {"bare-line", "full", "log", "rank-prefix", "chained", "keras-wrapper", "jupyter", "windows"} <= kinds
+
+
+def test_crlf_line_ends_parse_like_lf(known):
+    item = case("full-torchsummary-input-weight-type")
+    lf = parse(item["text"], known)
+    crlf = parse(item["text"].replace("\n", "\r\n"), known)
+    assert (crlf.exception, crlf.message, crlf.frames) == (lf.exception, lf.message, lf.frames)
+
+
+def test_ansi_colours_are_ignored(known):
+    # Python 3.13 colours tracebacks; no public page keeps the escape bytes, so colour a real one.
+    item = case("full-torchsummary-input-weight-type")
+    plain = parse(item["text"], known)
+    coloured = "\n".join(
+        f"\x1b[35m{line}\x1b[0m" if "File" in line else f"\x1b[1;31m{line}\x1b[0m" for line in item["text"].split("\n")
+    )
+    tb = parse(coloured, known)
+    assert (tb.exception, tb.message, tb.frames) == (plain.exception, plain.message, plain.frames)
+
+
+def test_interleaved_ranks_are_separated_and_the_lowest_rank_explained(known):
+    # Two real torchrun outputs from different runs, interleaved line by line as concurrent ranks print.
+    first, second = (c["text"] for c in CASES if c["kind"] == "rank-prefix")
+    a, b = first.splitlines(), second.splitlines()
+    mixed = [line for pair in zip(a, b, strict=False) for line in pair] + a[len(b) :] + b[len(a) :]
+    tb = parse("\n".join(mixed), known)
+    alone = {t.rank: t for t in (parse(first, known), parse(second, known))}
+    assert set(tb.ranks) == set(alone)
+    lowest = alone[min(alone)]
+    assert (tb.rank, tb.exception, tb.message) == (lowest.rank, lowest.exception, lowest.message)
+
+
+def test_keras_wrapper_keeps_the_torch_message_inside(known):
+    tb = parse(case("keras-dense-call-dataparallel-cuda1-cuda0")["text"], known)
+    assert tb.message.startswith("Exception encountered when calling Dense.call()")
+    assert "found at least two devices, cuda:1 and cuda:0!" in tb.message
+    assert "Arguments received by Dense.call()" in tb.message
+
+
+def test_compile_user_code_frames_are_kept_apart(known):
+    tb = parse(case("multiline-dynamo-fake-tensor-from-user-code")["text"], known)
+    assert tb.final.compiled_frames, "the 'from user code:' frames"
+    assert any(f.is_user for f in tb.final.compiled_frames)
+    assert tb.final.compiled_frames[0] in tb.all_frames
+
+
+def test_glued_output_of_two_processes_keeps_one_type(known):
+    tb = parse(case("rank-interleaved-two-final-lines-unprefixed")["text"], known)
+    assert tb.exception == "RuntimeError"
+
+
+def test_plain_text_has_no_traceback():
+    assert parse("Epoch 1/3\n100%|##########| 469/469 [00:12<00:00]\nval_acc=0.98\n") is None
+
+
+def test_clean_strips_markdown_links_but_not_code():
+    text = "Cell In[5], [line 1](vscode-notebook-cell:?execution_count=5&line=1)\nout = layers[0](x)"
+    assert clean(text) == "Cell In[5], line 1\nout = layers[0](x)"
+
+
+def test_terminal_hyperlinks_leave_only_their_text(known):
+    # Terminals that print frames as OSC 8 hyperlinks (`ESC ]8;;URI ESC \ text ESC ]8;; ESC \`) around a real paste.
+    item = case("full-torchsummary-input-weight-type")
+    plain = parse(item["text"], known)
+
+    def linked(line: str) -> str:
+        if '"' not in line:
+            return line
+        head, path, tail = line.split('"', 2)
+        return f'{head}"\x1b]8;;file://{path}\x1b\\{path}\x1b]8;;\x1b\\"{tail}'
+
+    tb = parse("\n".join(linked(line) for line in item["text"].split("\n")), known)
+    assert (tb.exception, tb.message, tb.frames) == (plain.exception, plain.message, plain.frames)
+
+
+def test_a_link_text_keeps_one_level_of_brackets():
+    assert clean("[Cell In[5]](vscode-notebook-cell:?execution_count=5)") == "Cell In[5]"
+
+
+def test_numbers_no_file_or_rank_has_are_read_without_failing(known):
+    message = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    )
+    huge = "9" * 5000
+    frame = parse(
+        f'Traceback (most recent call last):\n  File "train.py", line {huge}, in step\n    loss.backward()\n{message}\n'
+    )
+    assert frame is not None and frame.frames[0].line is None and frame.frames[0].code == "loss.backward()"
+    rank = parse(f"[rank{huge}]: {message}\n", known)
+    assert rank is not None and rank.ranks == () and rank.message.endswith("cuda:0 and cpu!")
+
+
+def test_a_huge_message_is_cut_to_its_leading_part():
+    message = "RuntimeError: Expected all tensors to be on the same device\n" + ("0.1234 " * 1000 + "\n") * 50
+    tb = parse(message)
+    assert tb is not None and len(tb.message) == MAX_MESSAGE_CHARS
+    assert tb.message.startswith("Expected all tensors to be on the same device")
+
+
+READING_SHAPES = {"hard-wrapped", "editor-links", "no-exception-type", "re-typed", "run-together", "curly-quotes",
+                  "logger-prefix", "torchscript"}  # fmt: skip
+
+
+@pytest.mark.parametrize("item", [c for c in CASES if c["kind"] in READING_SHAPES], ids=lambda c: c["name"])
+def test_a_damaged_paste_with_a_device_message_gets_candidates(item, matcher):
+    result = matcher.explain(item["text"])
+    if result.traceback is not None and result.traceback.message:
+        assert result.matches, "a device error message that yields no candidate"
+
+
+def test_every_reading_shape_has_a_real_paste():
+    assert {c["kind"] for c in CASES} >= READING_SHAPES
+
+
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        ("wrapped-deserialize-cuda-72col", "torch-load-without-map-location"),
+        ("wrapped-deserialize-cuda-mid-word", "torch-load-without-map-location"),
+        ("wrapped-same-device-index-select", "inputs-not-moved"),
+    ],
+)
+def test_a_hard_wrapped_message_reads_as_the_whole_one(name, cause, matcher):
+    assert matcher.explain(case(name)["text"]).matches[0].id == cause
+
+
+def test_a_frame_that_lost_its_file_prefix_is_still_a_frame(catalog):
+    # https://github.com/LLaVA-VL/LLaVA-NeXT/issues/204, quoted as the KB's device-map-auto-split example
+    example = next(e for e in catalog.get("device-map-auto-split").examples if "llava_arch.py" in e.traceback)
+    tb = parse(example.traceback, catalog.known_messages)
+    assert tb.frames[0].path.endswith("llava/model/llava_arch.py") and tb.frames[0].line == 363
+
+
+def test_run_together_frames_are_split_into_frame_code_and_error():
+    tb = parse(case("run-together-frames-curly-quotes-invalid-ordinal")["text"])
+    assert all(frame.code for frame in tb.frames) and tb.message.startswith("CUDA error: invalid device ordinal")
+
+
+def test_an_error_after_its_source_line_on_one_line_keeps_its_type(catalog):
+    tb = parse(case("oneline-source-and-invalid-ordinal")["text"], catalog.known_messages)
+    assert (tb.exception, tb.message[:39]) == ("RuntimeError", "CUDA error (10): invalid device ordinal")

@@ -1,0 +1,66 @@
+"""Priors: how often each cause is behind a message several causes print, counted in real corpora."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import CORPUS, ROOT
+
+from fixer.explain import priors
+from fixer.explain.match import Matcher
+
+CUDA_CPU = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+)
+
+
+def test_messages_that_differ_in_ordinals_case_wrapping_and_cuda_boilerplate_share_a_key():
+    plain = priors.key("CUDA error: invalid device ordinal")
+    assert priors.key("cuda error: invalid device\nordinal") == plain
+    assert priors.key("runtimeerror: cuda error: invalid device ordinal") == plain
+    boilerplate = (
+        "CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other API "
+        "call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    )
+    assert priors.key(boilerplate) == plain
+    assert priors.key("found at least two devices , cuda:1 and cuda:0!") == priors.key(
+        "found at least two devices, cuda:3 and cuda:2!"
+    )
+
+
+def test_another_accelerator_borrows_the_counts_of_cuda(catalog):
+    counted = priors.load(catalog.root)
+    cuda = priors.lookup(counted, CUDA_CPU)
+    assert cuda and priors.lookup(counted, CUDA_CPU.replace("cuda:0", "mps:0")) == cuda
+
+
+def test_a_bare_message_gets_points_in_proportion_to_the_counts(matcher: Matcher, catalog):
+    counted = priors.lookup(priors.load(catalog.root), CUDA_CPU)
+    matches = {m.id: m for m in matcher.explain(CUDA_CPU).matches}
+    for cause, prior in counted.items():
+        said = [r for r in matches[cause].reasons if "real cases of this message alone" in r.text]
+        assert said and said[0].points == prior.points and f"{prior.count} of {prior.total}" in said[0].text
+    most = max(counted.values(), key=lambda p: p.count)
+    assert most.points == priors.PRIOR_POINTS
+
+
+def test_a_message_like_the_cases_of_several_entries_gets_no_similarity_points(matcher: Matcher):
+    for match in matcher.explain(CUDA_CPU).matches:
+        assert not any("like a known case" in r.text for r in match.reasons), match.id
+
+
+def test_a_kb_without_a_priors_file_has_none(tmp_path):
+    assert priors.load(tmp_path) == {}
+    (tmp_path / "priors").mkdir()
+    (tmp_path / "priors" / "messages.yaml").write_text("- message: x\n  counts: not a mapping\n")
+    assert priors.load(tmp_path) == {}
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is not beside this checkout")
+def test_the_committed_counts_are_those_of_the_corpora_today():
+    command = [sys.executable, "-m", "fixer", "kb", "priors", str(CORPUS), str(ROOT / "benchmarks/unseen/tune.yaml")]
+    counted = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True).stdout
+    committed = (ROOT / "kb" / "priors" / "messages.yaml").read_text()
+    assert counted == committed, "run: fixer kb priors <corpora> -o kb/priors/messages.yaml"
