@@ -1,7 +1,8 @@
 """The site's paste-your-traceback box ranks like `fixer explain`: the JavaScript port of the matcher
-(docs/javascripts/fixer-match.js, fed by fixer/output/export.py) is run under Node on every KB example and
-every dev-corpus traceback, and must rank exactly as `fixer explain` does on the text alone: the
-detectors, which read the code a traceback shows, are Python and run only in `fixer`."""
+(docs/javascripts/fixer-match.js, fed by fixer/output/export.py) is run under Node on every KB example,
+every dev-corpus traceback and every paste of the unseen tune half, and must rank exactly as
+`fixer explain` does on the text alone: the detectors, which read the code a traceback shows, are
+Python and run only in `fixer`."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from fixer.kb.catalog import Catalog
 from fixer.output.export import UntranslatableRegex, matcher_data, to_js
 
 JS = ROOT / "docs" / "javascripts"
+TUNE = ROOT / "benchmarks" / "unseen" / "tune.yaml"
 NODE = shutil.which("node")
 
 # Loads the port, explains every case, prints [[first id or null, [[id, score], ...]], ...].
@@ -35,10 +37,11 @@ process.stdout.write(JSON.stringify(out));
 
 def _cases() -> list[tuple[str, str]]:
     cases = [(f"kb:{entry}#{number}", text) for entry, number, text in kb_examples()]
-    if CORPUS.exists():
-        for item in yaml.safe_load(CORPUS.read_text()):
-            if item.get("traceback"):
-                cases.append((f"corpus:{item['id']}", item["traceback"]))
+    for name, corpus in (("corpus", CORPUS), ("tune", TUNE)):
+        if corpus.exists():
+            for item in yaml.safe_load(corpus.read_text()):
+                if item.get("traceback"):
+                    cases.append((f"{name}:{item['id']}", item["traceback"]))
     return cases
 
 

@@ -637,9 +637,15 @@ function priorKey(data, message) {
   return sub(p.type_prefix.source, text, "");
 }
 
-function priorsOf(data, message) {
+function priorsOf(data, message, backOff) {
   const found = priorKey(data, message);
-  return data.priors[found] || data.priors[sub(data.patterns.accelerators.source, found, "<cuda>")] || {};
+  const p = data.patterns;
+  for (const key of [found, sub(p.accelerators.source, found, "<cuda>")]) {
+    for (const backedOff of [key, backOff ? sub(p.checking_clause.source, key, "") : key]) {
+      if (Object.hasOwn(data.priors, backedOff)) return data.priors[backedOff];
+    }
+  }
+  return {};
 }
 
 function bestSignature(entry, ev, find) {
@@ -708,7 +714,8 @@ export function rank(data, ev) {
   if (ev.dtypeOnly) return [];
   const normalised = ev.message ? normalise(data, ev.message) : "";
   const found = data.entries.map((e) => closest(data, e, normalised, ev.deviceKinds));
-  const counted = ev.message ? priorsOf(data, ev.message) : {};
+  const spoken = data.entries.some((e) => e.rules.some((r) => r.when.argument !== undefined && fullmatch(r.when.argument, ev.argument || "")));
+  const counted = ev.message ? priorsOf(data, ev.message, !spoken) : {};
   let signatures = data.entries.map((entry) => bestSignature(entry, ev, search));
   if (ev.message && !signatures.some((s) => s)) signatures = data.entries.map((entry) => bestSignature(entry, ev, searchFolded));
   const matches = [];

@@ -101,6 +101,9 @@ class Matcher:
         self.read_code = read_code
         self._entries = tuple(self._compile(entry) for entry in catalog)
         self._priors = priors.load(catalog.root)
+        self._arguments_spoken_of = tuple(
+            rule.compiled["argument"] for c in self._entries for rule in c.rules if "argument" in rule.compiled
+        )
 
     def _compile(self, entry: Entry) -> _CompiledEntry:
         signatures = tuple(
@@ -139,7 +142,10 @@ class Matcher:
             return []
         normalised = normalise(evidence.message) if evidence.message else ""
         closest = {c.entry.id: self._closest(c, normalised, evidence.device_kinds) for c in self._entries}
-        counted = priors.lookup(self._priors, evidence.message) if evidence.message else {}
+        # An argument that some entry's evidence speaks of is that evidence's to weigh; one that none does
+        # says nothing, and the message's priors may then back off to the bare message's.
+        unspoken = not any(rx.fullmatch(evidence.argument or "") for rx in self._arguments_spoken_of)
+        counted = priors.lookup(self._priors, evidence.message, back_off=unspoken) if evidence.message else {}
         # A message typed again in another case is the same message: its signatures are sought ignoring
         # case when none shows as written, in any entry.
         signatures = {c.entry.id: self._best_signature(c, evidence, folded=False) for c in self._entries}

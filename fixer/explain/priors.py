@@ -44,6 +44,7 @@ _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[,.!?;:])")
 # Other accelerators (and meta, which tests and deferred loading put where a GPU would be) meet the CPU
 # for the same reasons CUDA does; their own cases are too few to count.
 _ACCELERATORS = re.compile(r"<(?:mps|xpu|npu|hpu|xla|meta)>")
+_CHECKING_CLAUSE = re.compile(r"\s*\(when checking argument[^()]*\)$")
 
 
 def key(message: str) -> str:
@@ -53,10 +54,18 @@ def key(message: str) -> str:
     return _TYPE_PREFIX.sub("", text)
 
 
-def lookup(priors: dict[str, dict[str, Prior]], message: str) -> dict[str, Prior]:
-    """The priors of this message, or of the same message on CUDA when it names another accelerator."""
+def lookup(priors: dict[str, dict[str, Prior]], message: str, *, back_off: bool = False) -> dict[str, Prior]:
+    """The priors of this message, or of the same message on CUDA when it names another accelerator.
+
+    With `back_off`, a message whose `(when checking argument for argument X in method Y)` clause was
+    never counted takes the priors of the message without it: the caller says the argument tells nothing
+    (no entry's evidence speaks of it), so the causes behind the bare message are still the best guess."""
     found = key(message)
-    return priors.get(found) or priors.get(_ACCELERATORS.sub("<cuda>", found), {})
+    for message_key in (found, _ACCELERATORS.sub("<cuda>", found)):
+        for backed_off in (message_key, _CHECKING_CLAUSE.sub("", message_key) if back_off else message_key):
+            if backed_off in priors:
+                return priors[backed_off]
+    return {}
 
 
 def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[[str], str]) -> dict[str, Counter[str]]:

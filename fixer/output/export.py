@@ -391,6 +391,7 @@ def patterns() -> dict[str, Any]:
         "space_before_punctuation": _python_regex(_priors._SPACE_BEFORE_PUNCTUATION),
         "type_prefix": _python_regex(_priors._TYPE_PREFIX),
         "accelerators": _python_regex(_priors._ACCELERATORS),
+        "checking_clause": _python_regex(_priors._CHECKING_CLAUSE),
     }
 
 

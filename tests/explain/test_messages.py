@@ -633,6 +633,23 @@ VARIANTS = [
         None,
     ),
     (
+        "diffusers sequential offload",
+        "!!! Exception during processing !!! It seems like you have activated sequential model offloading by "
+        "calling `enable_sequential_cpu_offload`, but are now attempting to move the pipeline to GPU. This is not "
+        "compatible with offloading. Please, move your pipeline `.to('cpu')` or consider removing the move "
+        "altogether if you use sequential offloading.",
+        "https://github.com/lum3on/comfyui_HiDream-Sampler/issues/6",
+        {"accelerate-offloaded-model-moved"},
+    ),
+    (
+        "diffusers sequential offload 2",
+        "It seems like you have activated sequential model offloading by calling `enable_sequential_cpu_offload`, "
+        "but are now attempting to move the pipeline to GPU. This is not compatible with offloading. Please, move "
+        "your pipeline `.to('cpu')` or consider removing the move altogether if you use sequential offloading.",
+        "https://github.com/smthemex/ComfyUI_EchoMimic/issues/163",
+        {"accelerate-offloaded-model-moved"},
+    ),
+    (
         "transformers quantized cuda()",
         "ValueError: Calling `cuda()` is not supported for `4-bit` or `8-bit` quantized models. Please use the "
         "model as it is, since the model has already been set to the correct devices and casted to the correct "

@@ -64,3 +64,22 @@ def test_the_committed_counts_are_those_of_the_corpora_today():
     counted = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True).stdout
     committed = (ROOT / "kb" / "priors" / "messages.yaml").read_text()
     assert counted == committed, "run: fixer kb priors <corpora> -o kb/priors/messages.yaml"
+
+
+def test_an_argument_clause_never_counted_backs_off_to_the_bare_message(catalog):
+    counted = priors.load(catalog.root)
+    bare = priors.lookup(counted, CUDA_CPU)
+    # https://github.com/huggingface/transformers/issues/39947: an argument no entry's evidence names
+    with_clause = CUDA_CPU + " (when checking argument for argument boundaries in method wrapper_CUDA_Tensor_bucketize)"
+    assert bare and priors.lookup(counted, with_clause, back_off=True) == bare
+    assert priors.lookup(counted, with_clause) == {}
+    other = "RuntimeError: something else (when checking argument for argument x)"
+    assert priors.lookup(counted, other, back_off=True) == {}
+
+
+def test_an_argument_that_entries_weigh_keeps_the_bare_message_priors_out(matcher: Matcher):
+    # https://github.com/damian0815/compel/issues/121: the index of an embedding lookup
+    line = CUDA_CPU + " (when checking argument for argument index in method wrapper_CUDA__index_select)"
+    unspoken = line.replace("argument index in method wrapper_CUDA__index_select", "argument boundaries in method x")
+    assert not any("real cases" in r.text for m in matcher.explain(line).matches for r in m.reasons)
+    assert any("real cases" in r.text for m in matcher.explain(unspoken).matches for r in m.reasons)
