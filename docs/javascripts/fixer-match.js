@@ -640,12 +640,10 @@ function priorKey(data, message) {
 function priorsOf(data, message, backOff) {
   const found = priorKey(data, message);
   const p = data.patterns;
-  for (const key of [found, sub(p.accelerators.source, found, "<cuda>")]) {
-    for (const backedOff of [key, backOff ? sub(p.checking_clause.source, key, "") : key]) {
-      if (Object.hasOwn(data.priors, backedOff)) return data.priors[backedOff];
-    }
-  }
-  return {};
+  const keys = [found, sub(p.accelerators.source, found, "<cuda>")];
+  if (backOff) keys.push(...keys.map((k) => sub(p.checking_clause.source, k, "")));
+  const hit = keys.find((k) => Object.hasOwn(data.priors, k));
+  return hit === undefined ? {} : data.priors[hit];
 }
 
 function bestSignature(entry, ev, find) {

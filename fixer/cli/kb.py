@@ -12,17 +12,21 @@ from fixer.cli.common import NO_MATCH, OK, CliError, catalog, progress
 def schema(output: str | None) -> int:
     from fixer.kb.schema import Entry
 
-    text = json.dumps(Entry.model_json_schema(), indent=2) + "\n"
+    _emit(json.dumps(Entry.model_json_schema(), indent=2) + "\n", output, "")
+    return OK
+
+
+def _emit(text: str, output: str | None, what: str) -> None:
+    """To stdout, or to `output` (its folder made) with a line on stderr saying what was written."""
     if output is None:
         sys.stdout.write(text)
-        return OK
+        return
     try:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {output}: {exc.strerror or exc}") from None
-    print(f"wrote {output}", file=sys.stderr)
-    return OK
+    print(f"wrote {output}{what}", file=sys.stderr)
 
 
 def lint(kb_dir: str | None, *, as_json: bool) -> int:
@@ -127,13 +131,5 @@ def priors(corpora: list[str], output: str | None) -> int:
 
     counts = counted.count(labelled, message_of)
     text = counted.dump(counts, [Path(c).name for c in corpora])
-    if output is None:
-        sys.stdout.write(text)
-        return OK
-    try:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot write {output}: {exc.strerror or exc}") from None
-    print(f"wrote {output}: {len(counts)} message(s) with more than one cause", file=sys.stderr)
+    _emit(text, output, f": {len(counts)} message(s) with more than one cause")
     return OK

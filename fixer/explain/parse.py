@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from fixer.explain.libraries import library_of
-from fixer.explain.read import clean
+from fixer.explain.read import EXCEPTION_NAME, clean
 
 # A line that starts a new log record (a timestamp, a progress bar, a logger), not a message's continuation.
 _LOG_LINE = re.compile(r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )")
@@ -48,7 +48,7 @@ _EXCEPTION_LINE = re.compile(
     r"(?:\s*[:：]\s?(?P<message>.*))?$"
 )
 # An exception type right before a known message on the same line: `Fix TypeError: can't convert ...`.
-_TYPE_BEFORE = re.compile(r"(?<![A-Za-z0-9_.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s*[:：]\s*$")
+_TYPE_BEFORE = re.compile(rf"(?<![A-Za-z0-9_.])(?P<type>{EXCEPTION_NAME})\s*[:：]\s*$")
 _FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
 # Two processes writing to one terminal can glue their lines: `RuntimeErrorRuntimeError: ...`.
 _REPEATED = re.compile(r"(\w+?)\1+")

@@ -61,11 +61,10 @@ def lookup(priors: dict[str, dict[str, Prior]], message: str, *, back_off: bool 
     never counted takes the priors of the message without it: the caller says the argument tells nothing
     (no entry's evidence speaks of it), so the causes behind the bare message are still the best guess."""
     found = key(message)
-    for message_key in (found, _ACCELERATORS.sub("<cuda>", found)):
-        for backed_off in (message_key, _CHECKING_CLAUSE.sub("", message_key) if back_off else message_key):
-            if backed_off in priors:
-                return priors[backed_off]
-    return {}
+    keys = [found, _ACCELERATORS.sub("<cuda>", found)]
+    if back_off:
+        keys += [_CHECKING_CLAUSE.sub("", k) for k in keys]
+    return next((priors[k] for k in keys if k in priors), {})
 
 
 def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[[str], str]) -> dict[str, Counter[str]]:

@@ -38,13 +38,15 @@ _LOG_PREFIX = re.compile(
 # keep theirs, which tells the parser where its message ends.
 _TRACEBACK_LINE = re.compile(r'^\s*(?:Traceback \(most recent call last\)|File ["\w/.~\\])')
 _FRAME_HEADER = re.compile(r'File "[^"\n]+", line \d+(?:, in ?[^\s,]+)?')
-_EXCEPTION_START = re.compile(r"(?<![\w.'\"(])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*:")
+# An exception class by its (dotted) name: `RuntimeError`, `torch._dynamo.exc.TorchRuntimeError`.
+EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)"
+_EXCEPTION_START = re.compile(rf"(?<![\w.'\"(]){EXCEPTION_NAME}\s*:")
 # What may stand before a frame on its line: indentation, and torchrun's `[rankN]:`.
 _LINE_PREFIX = re.compile(r"\s*(?:\[(?:rank|default)\d+\]:\s*)?")
 # Lines that never continue the line above, however long it is: a ruler, a header, a frame, an exception.
 _STARTS_ITS_OWN = re.compile(
     r"^(?:\s|-{3,}|={3,}|\S*\s*Traceback \(most recent call last\)|File "
-    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b)"
+    rf"|{EXCEPTION_NAME}\b)"
 )
 _RULER = re.compile(r"[-=_*~ ]+")
 _WRAP_WIDTH_MIN = 60

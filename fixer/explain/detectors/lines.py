@@ -13,7 +13,7 @@ import contextlib
 import io
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from fixer.explain.detectors import detector, syntax
 from fixer.explain.detectors.code import Code, Line
@@ -104,73 +104,77 @@ def _said(line: Line) -> str:
     return f"{line.where}: `{line.code.strip()}`"
 
 
-@detector(
+def _line_detector(
+    id: str, *, finds: str, libraries: bool = False
+) -> Callable[[Callable[[Line], bool]], Callable[[Line], bool]]:
+    """Registers a fact about one printed line as a detector that names each line it holds on."""
+
+    def register(holds: Callable[[Line], bool]) -> Callable[[Line], bool]:
+        def run(code: Code) -> Iterator[str]:
+            return (_said(line) for line in _lines(code, libraries=libraries) if holds(line))
+
+        detector(id, reads="failing lines", finds=finds)(run)
+        return holds
+
+    return register
+
+
+@_line_detector(
     "optimizer-state-on-line",
-    reads="failing lines",
     finds="a printed line works on optimizer state (exp_avg, momentum_buffer, state_steps) or steps an optimizer",
+    libraries=True,
 )
-def optimizer_state_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code, libraries=True):
-        names = _names(line)
-        steps = any(
-            _last(_callee(c)) == "step" and _OPTIMIZER_WORDS.fullmatch(_callee(c).removesuffix(".step"))
-            for c in _calls(line)
-        )
-        if names & _OPTIMIZER_STATE or steps or _STATE_KEY.search(line.code):
-            yield _said(line)
+def optimizer_state_on_line(line: Line) -> bool:
+    steps = any(
+        _last(_callee(c)) == "step" and _OPTIMIZER_WORDS.fullmatch(_callee(c).removesuffix(".step"))
+        for c in _calls(line)
+    )
+    return bool(_names(line) & _OPTIMIZER_STATE or steps or _STATE_KEY.search(line.code))
 
 
-@detector(
-    "rnn-state-passed-on-line",
-    reads="failing lines",
-    finds="a printed line passes an explicit initial state to a recurrent layer",
+@_line_detector(
+    "rnn-state-passed-on-line", finds="a printed line passes an explicit initial state to a recurrent layer"
 )
-def rnn_state_passed_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        for call in _calls(line):
-            if not _RECURRENT.search(_last(_callee(call))) or len(call.args) < 2:
-                continue
-            state = call.args[1]
-            parts = state.elts if isinstance(state, ast.Tuple) else [state]
-            if any(_last(syntax.dotted(p) or "") in _HIDDEN | {"h", "state", "states"} for p in parts):
-                yield _said(line)
-
-
-@detector(
-    "rnn-state-made-on-line",
-    reads="failing lines",
-    finds="a printed line makes an initial hidden state with a torch factory and no device=",
-)
-def rnn_state_made_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        made_here = isinstance(line.tree, ast.Module) and any(
-            set(map(_last, syntax.assigned_names(s))) & _HIDDEN
-            and any(syntax.factory(c, _TORCH_NAMES) and syntax.keyword(c, "device") is None for c in syntax.calls(s))
-            for s in line.tree.body
-        )
-        if made_here or any(re.fullmatch(r"(?i)init_?hidden\w*", _last(_callee(c))) for c in _calls(line)):
-            yield _said(line)
-
-
-@detector(
-    "tensor-attribute-in-arithmetic-on-line",
-    reads="failing lines",
-    finds="a printed line computes with a tensor attribute of a module (self.anchors + x), not a layer call",
-)
-def tensor_attribute_in_arithmetic_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code, libraries=True):
-        if line.tree is None or _moves(line) or "device" in _names(line):
+def rnn_state_passed_on_line(line: Line) -> bool:
+    for call in _calls(line):
+        if not _RECURRENT.search(_last(_callee(call))) or len(call.args) < 2:
             continue
-        operands: list[ast.expr] = []
-        for node in ast.walk(line.tree):
-            if isinstance(node, ast.BinOp):
-                operands += [node.left, node.right]
-            elif isinstance(node, ast.AugAssign):
-                operands.append(node.value)
-            elif isinstance(node, ast.Call) and _callee(node) in {f"torch.{op}" for op in _TENSOR_OPS}:
-                operands += list(node.args)
-        if any(_plain_attribute(operand) for operand in operands):
-            yield _said(line)
+        state = call.args[1]
+        parts = state.elts if isinstance(state, ast.Tuple) else [state]
+        if any(_last(syntax.dotted(p) or "") in _HIDDEN | {"h", "state", "states"} for p in parts):
+            return True
+    return False
+
+
+@_line_detector(
+    "rnn-state-made-on-line", finds="a printed line makes an initial hidden state with a torch factory and no device="
+)
+def rnn_state_made_on_line(line: Line) -> bool:
+    made_here = isinstance(line.tree, ast.Module) and any(
+        set(map(_last, syntax.assigned_names(s))) & _HIDDEN
+        and any(syntax.factory(c, _TORCH_NAMES) and syntax.keyword(c, "device") is None for c in syntax.calls(s))
+        for s in line.tree.body
+    )
+    return made_here or any(re.fullmatch(r"(?i)init_?hidden\w*", _last(_callee(c))) for c in _calls(line))
+
+
+@_line_detector(
+    "tensor-attribute-in-arithmetic-on-line",
+    finds="a printed line computes with a tensor attribute of a module (self.anchors + x), not a layer call",
+    libraries=True,
+)
+def tensor_attribute_in_arithmetic_on_line(line: Line) -> bool:
+    if line.tree is None or _moves(line) or "device" in _names(line):
+        return False
+    operands: list[ast.expr] = []
+    for node in ast.walk(line.tree):
+        if isinstance(node, ast.BinOp):
+            operands += [node.left, node.right]
+        elif isinstance(node, ast.AugAssign):
+            operands.append(node.value)
+        elif isinstance(node, ast.Call) and _callee(node) in {f"torch.{op}" for op in _TENSOR_OPS}:
+            operands += list(node.args)
+    return any(_plain_attribute(operand) for operand in operands)
 
 
 def _plain_attribute(node: ast.expr) -> bool:
@@ -183,16 +187,12 @@ def _plain_attribute(node: ast.expr) -> bool:
     )
 
 
-@detector(
+@_line_detector(
     "set-device-from-rank-on-line",
-    reads="failing lines",
     finds="a printed line picks the GPU from the process's rank (set_device(local_rank))",
 )
-def set_device_from_rank_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        for call in _calls(line):
-            if _last(_callee(call)) == "set_device" and call.args and _rank_like(call.args[0]):
-                yield _said(line)
+def set_device_from_rank_on_line(line: Line) -> bool:
+    return any(_last(_callee(c)) == "set_device" and c.args and _rank_like(c.args[0]) for c in _calls(line))
 
 
 def _rank_like(node: ast.expr) -> bool:
@@ -204,280 +204,207 @@ def _rank_like(node: ast.expr) -> bool:
     return _last(syntax.dotted(node) or "") in _RANK
 
 
-@detector(
+@_line_detector(
     "fixed-gpu-on-line",
-    reads="failing lines",
     finds="a printed line names a fixed GPU other than 0, or takes it from a configured list (gpu_ids[0])",
 )
-def fixed_gpu_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        fixed = any(re.fullmatch(r"cuda:[1-9]\d*", s) for s in _strings(line))
-        for call in _calls(line):
-            name, first = _last(_callee(call)), call.args[0] if call.args else None
-            if name in ("cuda", "to") and isinstance(first, ast.Constant) and isinstance(first.value, int):
-                fixed |= first.value >= 1
-            if name == "set_device" and first is not None and not _rank_like(first):
-                fixed |= isinstance(first, ast.Constant | ast.Subscript)
-            ids = syntax.keyword(call, "device_ids")
-            fixed |= isinstance(ids, ast.List) and len(ids.elts) > 1
-        if fixed:
-            yield _said(line)
+def fixed_gpu_on_line(line: Line) -> bool:
+    fixed = any(re.fullmatch(r"cuda:[1-9]\d*", s) for s in _strings(line))
+    for call in _calls(line):
+        name, first = _last(_callee(call)), call.args[0] if call.args else None
+        if name in ("cuda", "to") and isinstance(first, ast.Constant) and isinstance(first.value, int):
+            fixed |= first.value >= 1
+        if name == "set_device" and first is not None and not _rank_like(first):
+            fixed |= isinstance(first, ast.Constant | ast.Subscript)
+        ids = syntax.keyword(call, "device_ids")
+        fixed |= isinstance(ids, ast.List) and len(ids.elts) > 1
+    return fixed
 
 
-@detector(
-    "bare-cuda-on-line",
-    reads="failing lines",
-    finds='a printed line asks for "cuda" or .cuda() without an index, which means the current GPU',
+@_line_detector(
+    "bare-cuda-on-line", finds='a printed line asks for "cuda" or .cuda() without an index, which means the current GPU'
 )
-def bare_cuda_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        bare = any(
-            (isinstance(c.func, ast.Attribute) and c.func.attr == "cuda" and not c.args and not c.keywords)
-            or any(isinstance(a, ast.Constant) and a.value == "cuda" for a in (*c.args, *(k.value for k in c.keywords)))
-            for c in _calls(line)
-        )  # fmt: skip
-        if bare or (line.tree is None and re.search(r"""\.cuda\(\s*\)|["']cuda["']""", line.code)):
-            yield _said(line)
+def bare_cuda_on_line(line: Line) -> bool:
+    bare = any(
+        (isinstance(c.func, ast.Attribute) and c.func.attr == "cuda" and not c.args and not c.keywords)
+        or any(isinstance(a, ast.Constant) and a.value == "cuda" for a in (*c.args, *(k.value for k in c.keywords)))
+        for c in _calls(line)
+    )  # fmt: skip
+    return bare or (line.tree is None and bool(re.search(r"""\.cuda\(\s*\)|["']cuda["']""", line.code)))
 
 
-@detector(
-    "factory-without-device-on-line",
-    reads="failing lines",
-    finds="a printed line makes a tensor with a torch factory and no device=",
+@_line_detector(
+    "factory-without-device-on-line", finds="a printed line makes a tensor with a torch factory and no device="
 )
-def factory_without_device_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if "device" in _names(line) or _moves(line):
-            continue
-        if any(syntax.factory(c, _TORCH_NAMES) for c in _calls(line)) or (
-            line.tree is None and _FACTORY_CALL.search(line.code)
-        ):
-            yield _said(line)
+def factory_without_device_on_line(line: Line) -> bool:
+    if "device" in _names(line) or _moves(line):
+        return False
+    return any(syntax.factory(c, _TORCH_NAMES) for c in _calls(line)) or (
+        line.tree is None and bool(_FACTORY_CALL.search(line.code))
+    )
 
 
-@detector(
+@_line_detector(
     "layer-built-and-called-on-line",
-    reads="failing lines",
     finds="a printed line builds a layer and calls it at once (nn.Linear(...)(x)): new weights, on the CPU",
 )
-def layer_built_and_called_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if any(isinstance(c.func, ast.Call) and _is_layer_class(_callee(c.func)) for c in _calls(line)):
-            yield _said(line)
+def layer_built_and_called_on_line(line: Line) -> bool:
+    return any(isinstance(c.func, ast.Call) and _is_layer_class(_callee(c.func)) for c in _calls(line))
 
 
 def _is_layer_class(name: str) -> bool:
     return bool(re.fullmatch(r"(?:torch\.)?nn\.[A-Z]\w*", name))
 
 
-@detector("layer-built-on-line", reads="failing lines", finds="a printed line builds a layer that has weights")
-def layer_built_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if any(_is_layer_class(_callee(c)) and _last(_callee(c)) in syntax.WEIGHTED_LAYERS for c in _calls(line)):
-            yield _said(line)
+@_line_detector("layer-built-on-line", finds="a printed line builds a layer that has weights")
+def layer_built_on_line(line: Line) -> bool:
+    return any(_is_layer_class(_callee(c)) and _last(_callee(c)) in syntax.WEIGHTED_LAYERS for c in _calls(line))
 
 
-@detector(
+@_line_detector(
     "layer-from-container-on-line",
-    reads="failing lines",
     finds="a printed line calls a layer taken out of a container attribute (self.layers[i](x))",
 )
-def layer_from_container_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        for call in _calls(line):
-            held = call.func
-            if isinstance(held, ast.Subscript) and (syntax.dotted(held.value) or "").startswith("self."):
-                yield _said(line)
-                break
+def layer_from_container_on_line(line: Line) -> bool:
+    return any(
+        isinstance(c.func, ast.Subscript) and (syntax.dotted(c.func.value) or "").startswith("self.")
+        for c in _calls(line)
+    )
 
 
-@detector(
+@_line_detector(
     "local-layer-called-on-line",
-    reads="failing lines",
     finds="a printed line calls a layer held in a local (loop) variable, not in a registered attribute",
 )
-def local_layer_called_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        for call in _calls(line):
-            if isinstance(call.func, ast.Name) and _LAYER_WORDS.fullmatch(call.func.id) and call.args:
-                yield _said(line)
-                break
+def local_layer_called_on_line(line: Line) -> bool:
+    return any(isinstance(c.func, ast.Name) and _LAYER_WORDS.fullmatch(c.func.id) and c.args for c in _calls(line))
 
 
-@detector(
-    "model-called-on-line",
-    reads="failing lines",
-    finds="a printed line calls the model on its data without moving that data there",
+@_line_detector(
+    "model-called-on-line", finds="a printed line calls the model on its data without moving that data there"
 )
-def model_called_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if _moves(line):
-            continue
-        if any(_MODEL_WORDS.fullmatch(syntax.callee(c) or "") for c in _calls(line)):
-            yield _said(line)
+def model_called_on_line(line: Line) -> bool:
+    return not _moves(line) and any(_MODEL_WORDS.fullmatch(syntax.callee(c) or "") for c in _calls(line))
 
 
-@detector(
+@_line_detector(
     "argument-placed-at-call-on-line",
-    reads="failing lines",
     finds="a printed line moves an argument to the device (or makes it there) right at the call",
 )
-def argument_placed_at_call_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        placed = (
-            syntax.is_move(a) or syntax.keyword(a, "device") is not None
-            for call in _calls(line)
-            for a in call.args
-            if isinstance(a, ast.Call)
-        )
-        if any(placed):
-            yield _said(line)
+def argument_placed_at_call_on_line(line: Line) -> bool:
+    return any(
+        syntax.is_move(a) or syntax.keyword(a, "device") is not None
+        for call in _calls(line)
+        for a in call.args
+        if isinstance(a, ast.Call)
+    )
 
 
-@detector(
+@_line_detector(
     "mask-built-from-inputs-on-line",
-    reads="failing lines",
     finds="a printed line builds a mask from the inputs with a helper (make_mask(src)), on the inputs' device",
 )
-def mask_built_from_inputs_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        for call in _calls(line):
-            takes_inputs = any(_last(syntax.dotted(a) or "") in _INPUT_WORDS for a in call.args)
-            if _MASK_MAKER.fullmatch(_callee(call)) and takes_inputs:
-                yield _said(line)
-                break
+def mask_built_from_inputs_on_line(line: Line) -> bool:
+    return any(
+        _MASK_MAKER.fullmatch(_callee(c)) and any(_last(syntax.dotted(a) or "") in _INPUT_WORDS for a in c.args)
+        for c in _calls(line)
+    )
 
 
-@detector("numpy-method-on-line", reads="failing lines", finds="a printed line calls .numpy() on a tensor")
-def numpy_method_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if re.search(r"\.numpy\(\s*\)", line.code):
-            yield _said(line)
+@_line_detector("numpy-method-on-line", finds="a printed line calls .numpy() on a tensor")
+def numpy_method_on_line(line: Line) -> bool:
+    return bool(re.search(r"\.numpy\(\s*\)", line.code))
 
 
-@detector("numpy-function-on-line", reads="failing lines", finds="a printed line passes tensors to a NumPy function")
-def numpy_function_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if any(_callee(c).split(".")[0] in ("np", "numpy") for c in _calls(line)) or (
-            line.tree is None and re.search(r"(?<![\w.])(?:np|numpy)\.\w+\(", line.code)
-        ):
-            yield _said(line)
+@_line_detector("numpy-function-on-line", finds="a printed line passes tensors to a NumPy function")
+def numpy_function_on_line(line: Line) -> bool:
+    return any(_callee(c).split(".")[0] in ("np", "numpy") for c in _calls(line)) or (
+        line.tree is None and bool(re.search(r"(?<![\w.])(?:np|numpy)\.\w+\(", line.code))
+    )
 
 
-@detector(
-    "torch-load-without-map-location-on-line",
-    reads="failing lines",
-    finds="a printed line calls torch.load without map_location",
-)
-def torch_load_without_map_location_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if re.search(r"torch\.load\((?![^)]*map_location)", line.code):
-            yield _said(line)
+@_line_detector("torch-load-without-map-location-on-line", finds="a printed line calls torch.load without map_location")
+def torch_load_without_map_location_on_line(line: Line) -> bool:
+    return bool(re.search(r"torch\.load\((?![^)]*map_location)", line.code))
 
 
-@detector(
-    "map-location-to-gpu-n-on-line",
-    reads="failing lines",
-    finds="a printed line maps a checkpoint onto a GPU other than 0",
-)
-def map_location_to_gpu_n_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if re.search(r"""map_location\s*=\s*(?:torch\.device\()?["']cuda:[1-9]""", line.code):
-            yield _said(line)
+@_line_detector("map-location-to-gpu-n-on-line", finds="a printed line maps a checkpoint onto a GPU other than 0")
+def map_location_to_gpu_n_on_line(line: Line) -> bool:
+    return bool(re.search(r"""map_location\s*=\s*(?:torch\.device\()?["']cuda:[1-9]""", line.code))
 
 
-@detector(
+_INDEXING_CALL = re.compile(r"\.(?:" + "|".join(sorted(_INDEXING, key=len, reverse=True)) + r")\(")
+
+
+@_line_detector(
     "indexing-op-on-line",
-    reads="failing lines",
     finds="a printed line calls an explicit indexing op (gather, index_select, scatter, take)",
 )
-def indexing_op_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if re.search(r"\.(?:" + "|".join(sorted(_INDEXING, key=len, reverse=True)) + r")\(", line.code):
-            yield _said(line)
+def indexing_op_on_line(line: Line) -> bool:
+    return bool(_INDEXING_CALL.search(line.code))
 
 
-@detector(
+@_line_detector(
     "indexing-with-index-on-line",
-    reads="failing lines",
     finds="a printed line indexes a tensor with a mask or index tensor (x[mask], x[idx])",
 )
-def indexing_with_index_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        subscripts = [n for n in ast.walk(line.tree) if isinstance(n, ast.Subscript)] if line.tree else []
-        if any(
-            isinstance(name, ast.Name) and _INDEX_WORDS.fullmatch(name.id)
-            for node in subscripts
-            for name in ast.walk(node.slice)
-        ):
-            yield _said(line)
+def indexing_with_index_on_line(line: Line) -> bool:
+    subscripts = [n for n in ast.walk(line.tree) if isinstance(n, ast.Subscript)] if line.tree else []
+    return any(
+        isinstance(name, ast.Name) and _INDEX_WORDS.fullmatch(name.id)
+        for node in subscripts
+        for name in ast.walk(node.slice)
+    )
 
 
-@detector("loss-called-on-line", reads="failing lines", finds="a printed line calls a loss or metric object")
-def loss_called_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if any(_LOSS_WORDS.fullmatch(_callee(c) or "") and c.args for c in _calls(line)):
-            yield _said(line)
+@_line_detector("loss-called-on-line", finds="a printed line calls a loss or metric object")
+def loss_called_on_line(line: Line) -> bool:
+    return any(_LOSS_WORDS.fullmatch(_callee(c) or "") and c.args for c in _calls(line))
 
 
-@detector("collective-on-line", reads="failing lines", finds="a printed line calls a collective on a tensor it built")
-def collective_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        names = [_callee(c) for c in _calls(line)]
-        if any(name.split(".")[0] in ("dist", "distributed") and _last(name) in _COLLECTIVES for name in names):
-            yield _said(line)
+@_line_detector("collective-on-line", finds="a printed line calls a collective on a tensor it built")
+def collective_on_line(line: Line) -> bool:
+    names = [_callee(c) for c in _calls(line)]
+    return any(name.split(".")[0] in ("dist", "distributed") and _last(name) in _COLLECTIVES for name in names)
 
 
-@detector("ddp-wrap-on-line", reads="failing lines", finds="a printed line wraps the model in DistributedDataParallel")
-def ddp_wrap_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if any(_last(_callee(c)) in ("DistributedDataParallel", "DDP") for c in _calls(line)):
-            yield _said(line)
+@_line_detector("ddp-wrap-on-line", finds="a printed line wraps the model in DistributedDataParallel")
+def ddp_wrap_on_line(line: Line) -> bool:
+    return any(_last(_callee(c)) in ("DistributedDataParallel", "DDP") for c in _calls(line))
 
 
-@detector("move-on-line", reads="failing lines", finds="a printed line moves something with .to() or .cuda()")
-def move_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if re.search(r"\.(?:to|cuda)\(", line.code):
-            yield _said(line)
+@_line_detector("move-on-line", finds="a printed line moves something with .to() or .cuda()")
+def move_on_line(line: Line) -> bool:
+    return bool(re.search(r"\.(?:to|cuda)\(", line.code))
 
 
-@detector(
-    "gpu-generator-on-line",
-    reads="failing lines",
-    finds="a printed line makes a random generator on a GPU",
-)
-def gpu_generator_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        for call in _calls(line):
-            device = syntax.keyword(call, "device")
-            on_gpu = isinstance(device, ast.Constant) and str(device.value).startswith(("cuda", "mps"))
-            if _last(_callee(call)) == "Generator" and on_gpu:
-                yield _said(line)
-                break
+@_line_detector("gpu-generator-on-line", finds="a printed line makes a random generator on a GPU")
+def gpu_generator_on_line(line: Line) -> bool:
+    return any(
+        _last(_callee(c)) == "Generator"
+        and isinstance(device := syntax.keyword(c, "device"), ast.Constant)
+        and str(device.value).startswith(("cuda", "mps"))
+        for c in _calls(line)
+    )
 
 
-@detector(
+@_line_detector(
     "layer-assigned-into-wrapped-module-on-line",
-    reads="failing lines",
     finds="a printed line assigns a new layer into a wrapped model's .module",
 )
-def layer_assigned_into_wrapped_module_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        statements = line.tree.body if isinstance(line.tree, ast.Module) else []
-        for statement in statements:
-            value = syntax.value_of(statement)
-            targets = syntax.assigned_names(statement)
-            built = isinstance(value, ast.Call) and _is_layer_class(_callee(value))
-            if built and any(".module." in t for t in targets):
-                yield _said(line)
+def layer_assigned_into_wrapped_module_on_line(line: Line) -> bool:
+    statements = line.tree.body if isinstance(line.tree, ast.Module) else []
+    return any(
+        isinstance(value := syntax.value_of(statement), ast.Call)
+        and _is_layer_class(_callee(value))
+        and any(".module." in t for t in syntax.assigned_names(statement))
+        for statement in statements
+    )
 
 
-@detector("cuda-asked-on-line", reads="failing lines", finds="a printed line asks for CUDA explicitly")
-def cuda_asked_on_line(code: Code) -> Iterator[str]:
-    for line in _lines(code):
-        if re.search(r"""\.cuda\(|["']cuda(?::\d+)?["']|torch\.cuda\.""", line.code):
-            yield _said(line)
+@_line_detector("cuda-asked-on-line", finds="a printed line asks for CUDA explicitly")
+def cuda_asked_on_line(line: Line) -> bool:
+    return bool(re.search(r"""\.cuda\(|["']cuda(?::\d+)?["']|torch\.cuda\.""", line.code))
 
 
 @detector(
@@ -488,6 +415,6 @@ def cuda_asked_on_line(code: Code) -> Iterator[str]:
 def outside_optimizer_step(code: Code) -> Iterator[str]:
     if not code.lines or any(line.library == "torch.optim" for line in code.lines):
         return
-    if not any(True for _ in optimizer_state_on_line(code)):
+    if not any(optimizer_state_on_line(line) for line in _lines(code, libraries=True)):
         innermost = code.lines[0]
         yield f"{innermost.where}: `{innermost.code.strip()}` and the lines above it"
