@@ -115,9 +115,14 @@ def _dispatch(argv: list[str]) -> int:
             return USAGE
         return explain.explain_text(read_input("-", passthrough=True), top=3, as_json=False, passthrough=True)
     args = parser.parse_args(argv)
+    if args.command is None and not textio.stdin_is_terminal():  # `... | fixer --color always`
+        text = read_input("-", passthrough=True)
+        return explain.explain_text(text, top=3, as_json=False, passthrough=True, color=args.color)
     if args.command == "explain":
         text = explain.example_text(args.example) if args.example else read_input(args.file, passthrough=False)
-        return explain.explain_text(text, top=args.top, as_json=args.json, passthrough=False, no_input=args.no_input)
+        return explain.explain_text(
+            text, top=args.top, as_json=args.json, passthrough=False, no_input=args.no_input, color=args.color
+        )
     if args.command == "patch":
         from fixer.cli.patch import patch
 
@@ -129,11 +134,13 @@ def _dispatch(argv: list[str]) -> int:
     if args.command == "run":
         from fixer.cli.run import run
 
-        return run(args.script, args.args)
+        return run(args.script, args.args, color=args.color)
     if args.command in ("show", "list"):
         from fixer.cli import browse
 
-        return browse.show(args.id, as_json=args.json) if args.command == "show" else browse.listing(as_json=args.json)
+        if args.command == "show":
+            return browse.show(args.id, as_json=args.json, color=args.color)
+        return browse.listing(as_json=args.json, color=args.color)
     if args.command == "kb" and args.kb_command:
         from fixer.cli import kb
 
@@ -144,8 +151,8 @@ def _dispatch(argv: list[str]) -> int:
         if args.kb_command == "priors":
             return kb.priors(args.corpora, args.output)
         if args.kb_command == "stats":
-            return kb.stats(as_json=args.json)
-        return kb.accuracy(args.corpus, misses=args.misses, as_json=args.json)
+            return kb.stats(as_json=args.json, color=args.color)
+        return kb.accuracy(args.corpus, misses=args.misses, as_json=args.json, color=args.color)
     if args.command == "kb":
         parser.parse_args(["kb", "--help"])
     parser.print_help()

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from fixer.cli.common import NO_MATCH, OK, CliError, catalog
 
+if TYPE_CHECKING:
+    from fixer.output.render import ColorChoice
 
-def show(entry_id: str, *, as_json: bool) -> int:
+
+def show(entry_id: str, *, as_json: bool, color: ColorChoice = "auto") -> int:
     entry = catalog().get(entry_id)
     if entry is None:
         raise CliError(f"no KB entry {entry_id!r}; `fixer list` shows the ids", NO_MATCH)
@@ -16,16 +20,16 @@ def show(entry_id: str, *, as_json: bool) -> int:
         return OK
     from fixer.output import render
 
-    render.console().print(render.entry_page(entry))
+    render.console(color=color).print(render.entry_page(entry))
     return OK
 
 
-def listing(*, as_json: bool) -> int:
+def listing(*, as_json: bool, color: ColorChoice = "auto") -> int:
     entries = sorted(catalog(), key=lambda e: e.id)
     if as_json:
         print(json.dumps([{"id": e.id, "title": e.title} for e in entries], indent=2))
         return OK
     from fixer.output import render
 
-    render.console().print(render.entry_list(entries))
+    render.console(color=color).print(render.entry_list(entries))
     return OK

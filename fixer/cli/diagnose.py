@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from fixer.diagnose.findings import Finding
     from fixer.explain.match import Explanation, Match
     from fixer.explain.parse import Traceback
+    from fixer.output.render import ColorChoice
 
 TOP = 3
 
@@ -57,7 +58,7 @@ def diagnose(args: argparse.Namespace) -> int:
         block = issue_markdown(findings, shown, text.strip() if text else None)
         print(_redacted(block) if args.redact else block, end="")
     else:
-        _print(findings, shown, unchecked)
+        _print(findings, shown, unchecked, args.color)
     return OK
 
 
@@ -113,10 +114,10 @@ def _redacted(text: str) -> str:
     return redact(text)
 
 
-def _print(findings: list[Finding], matches: list[Match], unchecked: dict[str, str]) -> None:
+def _print(findings: list[Finding], matches: list[Match], unchecked: dict[str, str], color: ColorChoice) -> None:
     from fixer.output import render
 
-    out = render.console()
+    out = render.console(color=color)
     out.print(render.findings_view(findings))
     if matches:
         out.print(render.candidates(matches))

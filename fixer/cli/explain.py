@@ -10,6 +10,7 @@ from fixer.cli.common import NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
 
 if TYPE_CHECKING:
     from fixer.explain.match import Explanation, Match
+    from fixer.output.render import ColorChoice
     from fixer.patching.plan import Patch
 
 
@@ -20,7 +21,9 @@ def example_text(entry_id: str) -> str:
     return entry.examples[0].traceback
 
 
-def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_input: bool = False) -> int:
+def explain_text(
+    text: str, *, top: int, as_json: bool, passthrough: bool, no_input: bool = False, color: ColorChoice = "auto"
+) -> int:
     from fixer.explain.match import Matcher
 
     if not text.strip() and not as_json:  # a script reading --json gets the no-traceback document
@@ -29,7 +32,7 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_in
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
     result = Matcher(catalog()).explain(text)
     if not (as_json or passthrough) and can_ask(no_input=no_input):
-        result = replace(result, matches=narrowed(result.matches))
+        result = replace(result, matches=narrowed(result.matches, color))
     patches = local_patches(result)
     if as_json:
         from fixer.explain.narrow import certainty
@@ -39,7 +42,7 @@ def explain_text(text: str, *, top: int, as_json: bool, passthrough: bool, no_in
         document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known)
         print(document.model_dump_json(indent=2))
     else:
-        _print_explanation(result, top, passthrough, patches)
+        _print_explanation(result, top, passthrough, patches, color)
     if result.traceback is None:
         return OK if passthrough else NO_TRACEBACK
     return OK if result.matches else NO_MATCH
@@ -52,12 +55,12 @@ def can_ask(*, no_input: bool) -> bool:
     return not no_input and textio.stdin_is_terminal() and sys.stderr.isatty()
 
 
-def narrowed(matches: list[Match]) -> list[Match]:
+def narrowed(matches: list[Match], color: ColorChoice = "auto") -> list[Match]:
     """Let the person who ran the code settle what the text cannot; the questions go to stderr so
     that stdout, perhaps a file, holds only the explanation."""
     from fixer.explain import narrow
 
-    prompt = _Prompt()
+    prompt = _Prompt(color)
     matches = narrow.interview(matches, prompt)
     if prompt.started:
         prompt.console.print()
@@ -71,10 +74,10 @@ class _Prompt:
     """One question at a time on stderr, read from stdin; Ctrl-D or Ctrl-C ends the questions (not
     the command), so the explanation still shows what the answers so far have settled."""
 
-    def __init__(self) -> None:
+    def __init__(self, color: ColorChoice) -> None:
         from fixer.output import render
 
-        self.console = render.console(stderr=True)
+        self.console = render.console(stderr=True, color=color)
         self.started = False
 
     def __call__(self, question: str) -> bool | None:
@@ -115,12 +118,14 @@ def local_patches(result: Explanation) -> list[Patch]:
     return propose(files, result.matches[0])
 
 
-def _print_explanation(result: Explanation, top: int, passthrough: bool, patches: list[Patch]) -> None:
+def _print_explanation(
+    result: Explanation, top: int, passthrough: bool, patches: list[Patch], color: ColorChoice
+) -> None:
     from fixer.output import render
 
-    out = render.console()
+    out = render.console(color=color)
     if passthrough:
-        out.rule("fixer")
+        out.print(render.rule("fixer"))
     if result.traceback is None:
         if not passthrough:
             print("fixer: no traceback or known error message found in the input", file=sys.stderr)

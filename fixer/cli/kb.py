@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fixer.cli.common import NO_MATCH, OK, CliError, catalog, progress
+
+if TYPE_CHECKING:
+    from fixer.output.render import ColorChoice
 
 
 def schema(output: str | None) -> int:
@@ -54,7 +58,7 @@ def lint(kb_dir: str | None, *, as_json: bool) -> int:
     return NO_MATCH if problems else OK
 
 
-def stats(*, as_json: bool) -> int:
+def stats(*, as_json: bool, color: ColorChoice = "auto") -> int:
     from collections import Counter
 
     from fixer.kb.lint import entry_stats
@@ -72,7 +76,7 @@ def stats(*, as_json: bool) -> int:
         return OK
     from fixer.output import render
 
-    render.console().print(render.stats_table(stats))
+    render.console(color=color).print(render.stats_table(stats))
     print(
         f"{totals['entries']} entries, {totals['examples']} cited examples; repro verified on cpu: "
         f"{repro['cpu']}, cuda-only: {repro['cuda-only']}, none: {repro['none']}"
@@ -80,7 +84,7 @@ def stats(*, as_json: bool) -> int:
     return OK
 
 
-def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
+def accuracy(corpus: str, *, misses: bool, as_json: bool, color: ColorChoice = "auto") -> int:
     from fixer.explain.match import Matcher
     from fixer.kb.evaluate import CorpusError, evaluate, load_corpus
 
@@ -105,7 +109,7 @@ def accuracy(corpus: str, *, misses: bool, as_json: bool) -> int:
         return OK
     from fixer.output import render
 
-    render.console().print(render.accuracy_table(score))
+    render.console(color=color).print(render.accuracy_table(score))
     if misses:
         for item_id, expect, got in score.misses:
             print(f"miss {item_id}: want {list(expect)}, got {got}")

@@ -25,6 +25,18 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{message} (see `{self.prog} --help`)")
 
 
+COLORS = ("auto", "always", "never")
+
+
+def _color_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--color",
+        choices=COLORS,
+        default=default,
+        help="colour and boxes: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces), always, never",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fixer",
@@ -33,10 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"fixer {__version__}")
+    _color_option(parser, "auto")
+    # Each command takes --color too; SUPPRESS keeps `fixer --color never explain` from being reset.
+    shared = _Parser(add_help=False)
+    _color_option(shared, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     explain = commands.add_parser(
         "explain",
+        parents=[shared],
         help="explain a traceback (file, '-' for stdin, or paste it)",
         description="Find the traceback in FILE (or stdin) and rank its likely causes from the KB.",
         epilog=EPILOG,
@@ -60,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     patch = commands.add_parser(
         "patch",
+        parents=[shared],
         help="propose (or apply) a patch to your code for a traceback",
         description="Find the traceback in FILE (or stdin), take the most likely cause, and show the "
         "unified diff its fix makes to your own files named in the traceback. Nothing is written "
@@ -81,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     diagnose = commands.add_parser(
         "diagnose",
+        parents=[shared],
         help="check this machine (and a checkpoint or exported program) to confirm or rule out causes",
         description="Run the environment probes (torch build, devices, ranks, libraries) in a child process, "
         "read your files the traceback names, a checkpoint's saved devices or an exported program's graph "
@@ -100,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser(
         "run",
+        parents=[shared],
         help="run your script and explain a device error from inside it",
         description="Run SCRIPT with ARGS unchanged (as `python SCRIPT ARGS` would), watching which module "
         "is running. If a device error escapes, say which module failed and where its tensors and inputs "
@@ -108,28 +128,39 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
 
-    show = commands.add_parser("show", help="show a KB entry", description="Show one KB entry in full.")
+    show = commands.add_parser(
+        "show", parents=[shared], help="show a KB entry", description="Show one KB entry in full."
+    )
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", help="the entry as JSON")
 
-    listing = commands.add_parser("list", help="list KB entries", description="List the KB entries.")
+    listing = commands.add_parser("list", parents=[shared], help="list KB entries", description="List the KB entries.")
     listing.add_argument("--json", action="store_true", help="ids and titles as JSON")
 
-    kb = commands.add_parser("kb", help="maintain the knowledge base", description="Maintain the KB.")
+    kb = commands.add_parser("kb", parents=[shared], help="maintain the knowledge base", description="Maintain the KB.")
     kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", parser_class=_Parser)
     schema = kb_commands.add_parser(
-        "schema", help="write the entry JSON Schema", description="Write the JSON Schema of a KB entry."
+        "schema",
+        parents=[shared],
+        help="write the entry JSON Schema",
+        description="Write the JSON Schema of a KB entry.",
     )
     schema.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
-    lint = kb_commands.add_parser("lint", help="check every entry", description="Check the KB; exits 1 on any problem.")
+    lint = kb_commands.add_parser(
+        "lint", parents=[shared], help="check every entry", description="Check the KB; exits 1 on any problem."
+    )
     lint.add_argument("--kb", metavar="DIR", help="KB directory (default: the installed KB)")
     lint.add_argument("--json", action="store_true", help="problems as JSON")
     stats = kb_commands.add_parser(
-        "stats", help="per-entry and total counts", description="Examples and repro verification per entry."
+        "stats",
+        parents=[shared],
+        help="per-entry and total counts",
+        description="Examples and repro verification per entry.",
     )
     stats.add_argument("--json", action="store_true", help="the counts as JSON")
     accuracy = kb_commands.add_parser(
         "accuracy",
+        parents=[shared],
         help="score the KB on a labelled corpus",
         description="Top-1/top-3 of `fixer explain` on a YAML list of {id, traceback, expect} items.",
     )
@@ -138,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     accuracy.add_argument("--json", action="store_true", help="the figures as JSON")
     priors = kb_commands.add_parser(
         "priors",
+        parents=[shared],
         help="count how often each cause is behind a bare message",
         description="Count, over the KB's examples and the labelled corpora given, how often each cause is "
         "behind a message that several causes print, and write the counts the matcher uses as priors.",

@@ -12,6 +12,7 @@ from fixer.cli.common import NO_MATCH, NO_TRACEBACK, NOT_APPLIED, OK, CliError, 
 
 if TYPE_CHECKING:
     from fixer.explain.match import Match
+    from fixer.output.render import ColorChoice
     from fixer.patching.plan import Patch
 
 
@@ -50,14 +51,23 @@ def patch(text: str, args: argparse.Namespace) -> int:
             _explain_no_patch(match)
         return NO_MATCH
     if not args.json:
-        from fixer.output import render
-
-        out = render.console()
-        for patch in patches:
-            out.print(render.patch_view(patch))
+        _show(patches, args.color)
     if not args.apply:
         return OK
     return _apply(patches, root, yes=args.yes, unsafe=args.unsafe)
+
+
+def _show(patches: list[Patch], color: ColorChoice) -> None:
+    """The diffs alone on stdout, byte for byte, so `fixer patch > fix.diff && git apply fix.diff`
+    writes what --apply writes; what each patch is and whether it is safe goes to stderr."""
+    from fixer.output import diff, render
+
+    note = render.console(stderr=True, color=color)
+    out = render.console(color=color)
+    for patch in patches:
+        note.print(render.patch_heading(patch))
+        sys.stdout.flush()
+        diff.write(patch.diff, sys.stdout.buffer, color=render.colors(out))
 
 
 def _root(option: str | None) -> Path:

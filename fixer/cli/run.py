@@ -22,17 +22,18 @@ if TYPE_CHECKING:
 
     from fixer.diagnose.findings import Finding
     from fixer.explain.match import Explanation, Matcher
+    from fixer.output.render import ColorChoice
     from fixer.ranks import RankReport
     from fixer.runner import Outcome
 
 
-def run(script: str, script_args: list[str]) -> int:
+def run(script: str, script_args: list[str], color: ColorChoice = "auto") -> int:
     """The script's own exit status, whatever fixer's report after it meets."""
     if not Path(script).is_file():
         raise CliError(f"{script}: no such file")
     outcome, wait = _ran(script, script_args)
     if not outcome.interrupted and (outcome.text is not None or wait is not None):
-        _report(outcome, wait)
+        _report(outcome, wait, color)
     return outcome.code
 
 
@@ -73,7 +74,7 @@ def _die_of_sigint() -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def _report(outcome: Outcome, wait: timedelta | None) -> None:
+def _report(outcome: Outcome, wait: timedelta | None, color: ColorChoice) -> None:
     """The script's traceback is out and its exit status is the answer: fixer failing after it (a broken
     KB, a bug) is one line, never a traceback of fixer's or another exit status."""
     from fixer.cli import _internal_error
@@ -82,23 +83,23 @@ def _report(outcome: Outcome, wait: timedelta | None) -> None:
         if outcome.text is not None:
             outcome = replace(outcome, findings=(*outcome.findings, *_machine_findings(outcome.text)))
         if wait is not None:
-            _report_ranks(outcome, wait)
+            _report_ranks(outcome, wait, color)
         else:
-            _explain(outcome)
+            _explain(outcome, color)
     except CliError as exc:
         print(f"fixer: {exc}", file=sys.stderr)
     except Exception as exc:
         _internal_error(exc)
 
 
-def _explain(outcome: Outcome) -> None:
+def _explain(outcome: Outcome, color: ColorChoice) -> None:
     from rich.markup import escape
 
     from fixer.explain.match import Matcher
     from fixer.output import render
 
     assert outcome.text is not None  # only a failed run is explained
-    out = render.console(stderr=True)
+    out = render.console(stderr=True, color=color)
     if outcome.culprit is not None:  # module paths and class names are the user's text, not markup
         out.print(f"[bold]fixer:[/bold] the failing module was {escape(outcome.culprit.describe())}")
     result = _explained(Matcher(catalog()), outcome.text, outcome.findings)
@@ -140,7 +141,7 @@ def _explanation_view(result: Explanation) -> Group:
     return Group(render.explanation(result, top=3), *(render.patch_view(patch) for patch in local_patches(result)))
 
 
-def _report_ranks(outcome: Outcome, wait: timedelta) -> None:
+def _report_ranks(outcome: Outcome, wait: timedelta, color: ColorChoice) -> None:
     """Every rank takes part, failed or not: rank 0 prints the job's report even when only another rank failed."""
     from fixer import ranks
     from fixer.explain.match import Matcher
@@ -161,7 +162,7 @@ def _report_ranks(outcome: Outcome, wait: timedelta) -> None:
         result = _explained(matcher(), other.text, other.findings)
         return _explanation_view(result) if result.matches else None
 
-    out = render.console(stderr=True)
+    out = render.console(stderr=True, color=color)
     if not ranks.has_group():
         reason = "no process group when the script ended, so each rank reports on its own"
     else:

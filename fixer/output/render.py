@@ -1,17 +1,20 @@
 """Terminal rendering with rich, in layers: what the error means, the likely cause here and why it
 matched, how to fix it, then other candidates (friendly-traceback's order).
 
-Entry text is rendered from the KB as written, so terminal, JSON and site say the same thing.
+Entry text is rendered from the KB as written, so terminal, JSON and site say the same thing. Prose
+wraps to the width; code and diffs never wrap or crop, so what a user copies is what runs. Boxes
+are drawn for a terminal only: a pipe or a file gets plain text.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markdown import Markdown
-from rich.padding import Padding
 from rich.panel import Panel
+from rich.rule import Rule
+from rich.segment import Segment
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -21,6 +24,9 @@ from fixer.explain.match import Explanation, Match
 from fixer.explain.narrow import Certainty, certainty
 from fixer.explain.parse import Traceback
 from fixer.kb.schema import Entry
+from fixer.output import diff as unified
+
+ColorChoice = Literal["auto", "always", "never"]
 
 if TYPE_CHECKING:  # only other commands render these; explain must not import them
     from fixer.diagnose.findings import Finding
@@ -36,35 +42,99 @@ _SAFETY_WORDS = {
 }
 
 
+class _Indent:
+    """A block moved right, its lines not padded to the width: a file gets no trailing spaces."""
+
+    def __init__(self, renderable: RenderableType, by: int = 2) -> None:
+        self.renderable, self.by = renderable, by
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        inner = options.update_width(max(options.max_width - self.by, 1))
+        for line in Segment.split_lines(console.render(self.renderable, inner)):
+            while line and not line[-1].text.strip() and not line[-1].control:
+                line.pop()
+            if line:
+                line[-1] = Segment(line[-1].text.rstrip(" "), line[-1].style)
+                yield Segment(" " * self.by)
+                yield from line
+            yield Segment.line()
+
+
+class _Boxed:
+    """A panel in a terminal; a titled, indented block in a pipe or a file."""
+
+    def __init__(self, title: str, body: RenderableType, border_style: str) -> None:
+        self.title, self.body, self.border_style = title, body, border_style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if options.is_terminal:
+            yield Panel(self.body, title=self.title, title_align="left", border_style=self.border_style)
+        else:
+            yield Text(f"{self.title}:", style="bold")
+            yield _Indent(self.body)
+        yield Text()
+
+
+class _CodeLines:
+    """Code line for line: no wrapping, cropping or tab expansion; the highlighting is kept.
+
+    Console.print crops what is wider than the terminal unless told not to: `console()` tells it."""
+
+    def __init__(self, code: Text) -> None:
+        self.code = code
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.code.split("\n", allow_blank=True):
+            yield from line.render(console)
+            yield Segment.line()
+
+
+_DIFF_STYLE: dict[unified.Kind, str] = {"header": "bold", "hunk": "cyan", "added": "green", "removed": "red"}
+
+
+class _DiffLines:
+    """A diff line for line, its carriage returns and tabs kept: the same bytes `fixer patch` writes."""
+
+    def __init__(self, diff: str) -> None:
+        self.diff = diff
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for kind, text, _ in unified.lines(self.diff):
+            style = _DIFF_STYLE.get(kind)
+            yield Segment(text, console.get_style(style) if style else None)
+            yield Segment.line()
+
+
 def _section(title: str, body: RenderableType) -> Group:
-    return Group(Text(title, style="bold cyan"), Padding(body, (0, 0, 1, 2)))
+    return Group(Text(title, style="bold cyan"), _Indent(body), Text())
 
 
 def _prose(text: str) -> Markdown:
     return Markdown(text.strip())
 
 
-def _code(code: str, title: str) -> Panel:
-    return Panel(
-        Syntax(code.rstrip("\n"), "python", theme="ansi_dark", background_color="default", word_wrap=True),
-        title=title,
-        title_align="left",
-        border_style="dim",
-    )
+def _code(code: str, title: str) -> Group:
+    """Highlighted in a terminal, plain elsewhere; either way each line is the entry's line."""
+    code = code.rstrip("\n")
+    highlighted = Syntax(code, "python", theme="ansi_dark", background_color="default").highlight(code)
+    if highlighted.plain.endswith("\n"):  # highlight() ends the text with a newline of its own
+        highlighted.right_crop(1)
+    return Group(Text(f"{title}:", style="bold dim"), _CodeLines(highlighted), Text())
 
 
-def _where(tb: Traceback) -> Text | None:
+def _where(tb: Traceback) -> RenderableType | None:
+    """The innermost user frame: its place wraps like prose, its code line never does."""
     user = [f for f in tb.all_frames if f.is_user]
     frame = user[-1] if user else (tb.frames[-1] if tb.frames else None)
     if frame is None:
         return None
-    where = Text("  at ", style="dim")
-    where.append(f"{frame.path}:{frame.line}", style="bold")
+    place = Text("  at ", style="dim")
+    place.append(f"{frame.path}:{frame.line}", style="bold")
     if frame.function:
-        where.append(f" in {frame.function}", style="dim")
-    if frame.code:
-        where.append(f"\n     {frame.code}")
-    return where
+        place.append(f" in {frame.function}", style="dim")
+    if not frame.code:
+        return _Indent(place, by=0)
+    return Group(_Indent(place, by=0), _CodeLines(Text(f"     {frame.code}")))
 
 
 def error_header(tb: Traceback) -> Group:
@@ -73,7 +143,7 @@ def error_header(tb: Traceback) -> Group:
     head = Text()
     head.append(f"{tb.exception or 'Error'}: ", style="bold red")
     head.append(shown)
-    parts: list[RenderableType] = [head]
+    parts: list[RenderableType] = [_Indent(head, by=0)]
     if tb.rank is not None:
         parts.append(Text(f"  on rank {tb.rank} (ranks with errors: {', '.join(map(str, tb.ranks))})", "dim"))
     where = _where(tb)
@@ -89,14 +159,15 @@ def fix_section(entry: Entry) -> Group:
     for number, step in enumerate(fix.steps, 1):
         steps.append(f"{number}. ", style="bold")
         steps.append(" ".join(step.split()) + "\n")
-    body = Group(
-        _prose(fix.summary),
-        safety,
-        steps,
+    steps.rstrip()
+    body = Group(_prose(fix.summary), safety, steps)
+    return Group(
+        Text("How to fix", style="bold cyan"),
+        _Indent(body),
+        Text(),
         _code(fix.before, "before"),
         _code(fix.after, "after"),
     )
-    return _section("How to fix", body)
 
 
 def explanation(result: Explanation, top: int) -> Group:
@@ -109,10 +180,12 @@ def explanation(result: Explanation, top: int) -> Group:
         sign = "+" if reason.points >= 0 else "−"
         why.append(f"  {sign} ", style="green" if reason.points >= 0 else "red")
         why.append(f"{reason.text} ({reason.points:+d})\n")
+    why.rstrip()
     parts: list[RenderableType] = [
         error_header(tb),
         _section("What it means", _prose(entry.meaning)),
-        Panel(
+        _Boxed(
+            "Most likely cause",
             Group(
                 Text(entry.title, style="bold green"),
                 Text(f"{entry.id} · score {best.score}/100", style="dim"),
@@ -122,19 +195,17 @@ def explanation(result: Explanation, top: int) -> Group:
                 Text("Why it happens", style="bold"),
                 _prose(entry.cause),
             ),
-            title="Most likely cause",
-            title_align="left",
             border_style="green",
         ),
         _section("Why fixer thinks so", why),
     ]
     known = certainty(result.matches)
     if known is not None and not known.confident:
-        parts.append(uncertain_note(result.matches, known))
+        parts.append(_Indent(uncertain_note(result.matches, known), by=0))
     parts.append(fix_section(entry))
     if others:
         parts.append(_section("Other candidates", candidates(others[: max(top - 1, 0)])))
-    parts.append(Text(f"More: fixer show {entry.id}", style="dim"))
+    parts.append(_Indent(Text(f"More: fixer show {entry.id}", style="dim"), by=0))
     return Group(*parts)
 
 
@@ -160,10 +231,7 @@ def candidates(matches: list[Match]) -> Table:
 
 def entry_page(entry: Entry) -> Group:
     parts: list[RenderableType] = [
-        Text(entry.title, style="bold"),
-        Text(entry.id, style="dim"),
-        Text(),
-        _prose(entry.summary),
+        _Indent(Group(Text(entry.title, style="bold"), Text(entry.id, style="dim"), Text(), _prose(entry.summary)), 0),
         Text(),
         _section("What it means", _prose(entry.meaning)),
         _section("Why it happens", _prose(entry.cause)),
@@ -183,16 +251,16 @@ def entry_page(entry: Entry) -> Group:
     return Group(*parts)
 
 
-def entry_list(entries: list[Entry]) -> Table:
+def entry_list(entries: list[Entry]) -> RenderableType:
     table = Table(box=None, header_style="bold")
     table.add_column("id")
     table.add_column("title")
     for entry in entries:
         table.add_row(entry.id, entry.title)
-    return table
+    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
-def accuracy_table(score: Score) -> Table:
+def accuracy_table(score: Score) -> RenderableType:
     table = Table(header_style="bold", box=None)
     for column in ("entry", "n", "top-1", "top-3"):
         table.add_column(column, justify="left" if column == "entry" else "right", no_wrap=True)
@@ -200,31 +268,36 @@ def accuracy_table(score: Score) -> Table:
         table.add_row(entry_id, str(tally.n), f"{tally.top1_rate:.2f}", f"{tally.top3_rate:.2f}")
     overall = score.overall
     table.add_row("overall", str(overall.n), f"{overall.top1_rate:.2f}", f"{overall.top3_rate:.2f}", style="bold")
-    return table
+    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
-def stats_table(stats: list[EntryStats]) -> Table:
+def stats_table(stats: list[EntryStats]) -> RenderableType:
     table = Table(header_style="bold", box=None)
     for column in ("entry", "examples", "ambiguous", "signatures", "rules", "repro"):
         table.add_column(column, justify="left" if column in {"entry", "repro"} else "right", no_wrap=True)
     for s in stats:
         table.add_row(s.id, str(s.examples), str(s.ambiguous), str(s.signatures), str(s.rules), s.repro)
-    return table
+    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
-def patch_view(patch: Patch) -> Group:
-    style = _SAFETY_STYLE[patch.applicability]
+def patch_heading(patch: Patch) -> Text:
     head = Text()
     head.append(f"{patch.path}", style="bold")
     head.append(f"  {patch.codemod} ({patch.entry}): {patch.summary}  ")
-    head.append(f"[{_SAFETY_WORDS[patch.applicability]}]", style=style)
-    return Group(head, Syntax(patch.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"), Text())
+    head.append(f"[{_SAFETY_WORDS[patch.applicability]}]", style=_SAFETY_STYLE[patch.applicability])
+    for why in patch.why:
+        head.append(f"\n  {patch.applicability}: {why}", style=_SAFETY_STYLE[patch.applicability])
+    return head
+
+
+def patch_view(patch: Patch) -> Group:
+    return Group(patch_heading(patch), _DiffLines(patch.diff), Text())
 
 
 _VERDICT_STYLE = {"confirms": "green", "rules-out": "red", "could-not-check": "yellow", "info": "dim"}
 
 
-def findings_view(findings: list[Finding]) -> Table:
+def findings_view(findings: list[Finding]) -> RenderableType:
     """Verdicts first: what a probe settled matters more than what it merely saw."""
     table = Table(box=None, header_style="bold")
     for column in ("probe", "verdict", "what it saw"):
@@ -236,8 +309,43 @@ def findings_view(findings: list[Finding]) -> Table:
         if finding.entries:
             saw.append(f"\n→ {', '.join(finding.entries)}", style="dim")
         table.add_row(finding.probe, verdict, saw)
-    return table
+    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
-def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+class _Rule:
+    """Where fixer's report starts after the passed-through output: a line across a terminal, a
+    plain marker in a file."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Rule(self.title) if options.is_terminal else Text(f"-- {self.title} --")
+
+
+def rule(title: str) -> RenderableType:
+    return _Rule(title)
+
+
+class _Console(Console):
+    """A console that never crops: prose wraps itself to the width, code and diffs must not be cut."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        options.setdefault("crop", False)
+        super().print(*objects, **options)
+
+
+def console(stderr: bool = False, color: ColorChoice = "auto") -> Console:
+    """`auto` follows the stream, NO_COLOR and FORCE_COLOR; `always` and `never` overrule them."""
+    return _Console(
+        stderr=stderr,
+        highlight=False,
+        soft_wrap=False,
+        force_terminal=True if color == "always" else None,
+        no_color={"always": False, "never": True}.get(color),
+    )
+
+
+def colors(out: Console) -> bool:
+    """Whether this console's reader gets colour: raw diffs follow the same choice as rich does."""
+    return out.is_terminal and out.color_system is not None and not out.no_color

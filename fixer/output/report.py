@@ -74,6 +74,7 @@ class PatchOut(BaseModel):
     entry: str
     codemod: str
     applicability: Literal["safe", "unsafe"]
+    why: list[str]  # what makes this patch safe, or what it may change
     summary: str
     diff: str
 
@@ -103,6 +104,7 @@ def patch_out(patch: Patch) -> PatchOut:
         entry=patch.entry,
         codemod=patch.codemod,
         applicability=patch.applicability,
+        why=list(patch.why),
         summary=patch.summary,
         diff=patch.diff,
     )

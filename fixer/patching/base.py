@@ -3,12 +3,17 @@
 A codemod is a LibCST transformer with positions available. It receives the lines of the file the
 traceback named, so it can prefer the code that actually failed, and it changes nothing when the
 pattern it fixes is not there: a codemod never guesses.
+
+Safety belongs to each edit, not to the codemod: the same rewrite keeps the meaning of one file and
+changes another's (a buffer that `state_dict` never sees, or one it now saves). Every edit says which
+with a reason (`judge`); an edit with no verdict counts as unsafe, and one unsafe edit makes the
+whole patch unsafe, so `--apply --yes` never writes more than was shown to be harmless.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import libcst as cst
@@ -24,15 +29,34 @@ class Target:
     lines: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class Verdict:
+    safety: Safety
+    why: str  # one line a reviewer can check against the diff
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A codemod's rewrite of one file and whether it keeps the file's meaning."""
+
+    code: str
+    safety: Safety
+    why: tuple[str, ...] = field(default=())
+
+
 class Codemod(cst.CSTTransformer):
     id: ClassVar[str]
-    safety: ClassVar[Safety]
     summary: ClassVar[str]
     METADATA_DEPENDENCIES: ClassVar[Collection[ProviderT]] = (PositionProvider,)
 
     def __init__(self, target: Target) -> None:
         super().__init__()
         self.target = target
+        self.verdicts: list[Verdict] = []
+
+    def judge(self, safety: Safety, why: str) -> None:
+        """Say, for an edit this codemod makes, whether it keeps the meaning of the code and why."""
+        self.verdicts.append(Verdict(safety, why))
 
     def line_of(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
@@ -42,14 +66,24 @@ class Codemod(cst.CSTTransformer):
         return any(span.start.line <= line <= span.end.line for line in self.target.lines)
 
 
-def run(codemod: type[Codemod], source: str, target: Target) -> str | None:
-    """The transformed source, or None when the codemod found nothing to change (or cannot parse)."""
+_UNJUDGED = Verdict("unsafe", "the codemod gave no reason to trust this edit")
+
+
+def run(codemod: type[Codemod], source: str, target: Target) -> Edit | None:
+    """The rewrite and its verdict, or None when the codemod found nothing to change (or cannot parse).
+
+    The reasons given are those behind the verdict: for an unsafe edit, what may change."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return None
-    changed = MetadataWrapper(module).visit(codemod(target)).code
-    return changed if changed != source else None
+    transformer = codemod(target)
+    changed = MetadataWrapper(module).visit(transformer).code
+    if changed == source:
+        return None
+    verdicts = transformer.verdicts or [_UNJUDGED]
+    safety: Safety = "safe" if all(v.safety == "safe" for v in verdicts) else "unsafe"
+    return Edit(changed, safety, tuple(dict.fromkeys(v.why for v in verdicts if v.safety == safety)))
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class Patch:
     summary: str
     applicability: Safety
     entry: str
+    why: tuple[str, ...] = ()  # what makes this patch safe, or what it may change
 
     @property
     def digest(self) -> str:
@@ -38,14 +40,18 @@ class Patch:
             name = str(self.path.relative_to(Path.cwd()))
         except ValueError:
             name = str(self.path).lstrip("/")
-        return "".join(
-            difflib.unified_diff(
-                self.before.splitlines(keepends=True),
-                self.after.splitlines(keepends=True),
-                fromfile=f"a/{name}",
-                tofile=f"b/{name}",
-            )
-        )
+        hunks = difflib.unified_diff(_lines(self.before), _lines(self.after), fromfile=f"a/{name}", tofile=f"b/{name}")
+        return "".join(line if line.endswith("\n") else f"{line}\n{_NO_NEWLINE}" for line in hunks)
+
+
+_NO_NEWLINE = "\\ No newline at end of file\n"  # the marker git and patch read
+_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as `git apply` counts them: only \\n ends one (str.splitlines also splits at \\f, \\x1c
+    or U+2028, which would make a diff no tool can apply)."""
+    return _LINE.findall(text)
 
 
 def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
@@ -61,7 +67,9 @@ def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
             before = path.read_bytes().decode("utf-8")  # bytes: keep the file's own line endings
         except (OSError, UnicodeDecodeError):
             continue
-        after = run(codemod, before, Target(lines=lines))
-        if after is not None:
-            patches.append(Patch(path, before, after, codemod.id, codemod.summary, codemod.safety, match.entry.id))
+        edit = run(codemod, before, Target(lines=lines))
+        if edit is not None:
+            patches.append(
+                Patch(path, before, edit.code, codemod.id, codemod.summary, edit.safety, match.entry.id, edit.why)
+            )
     return patches

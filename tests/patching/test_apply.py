@@ -68,8 +68,10 @@ def project(tmp_path: Path, failure: str, monkeypatch: pytest.MonkeyPatch) -> Pr
 
 
 def _apply(project: Project, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str]:
+    """The exit code and fixer's verdict lines on stderr (the patch headings above them left out)."""
     code = main(["patch", "--apply", "--yes", *options, str(project.traceback)])
-    return code, capsys.readouterr().err
+    err = capsys.readouterr().err
+    return code, "".join(line for line in err.splitlines(keepends=True) if line.startswith("fixer: "))
 
 
 def _refused(project: Project, capsys: pytest.CaptureFixture[str], reason: str, *options: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fixer.kb.repro import run_script
 from fixer.patching import registry
@@ -18,6 +19,7 @@ from fixer.patching.base import Target, run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(FIXTURES.glob("*/*.in.py"))
+VERDICTS: dict[str, dict[str, str]] = yaml.safe_load((FIXTURES / "safety.yaml").read_text())
 
 
 def _target(source: str) -> Target:
@@ -30,6 +32,13 @@ def _expected(case: Path) -> Path:
 
 def _ids(cases: list[Path]) -> list[str]:
     return [f"{c.parent.name}/{c.name.removesuffix('.in.py')}" for c in cases]
+
+
+def test_every_changing_case_has_a_decided_verdict():
+    changing = {(c.parent.name, c.name.removesuffix(".in.py")) for c in CASES if _expected(c).exists()}
+    decided = {(codemod, case) for codemod, cases in VERDICTS.items() for case in cases}
+    assert decided == changing
+    assert {v for cases in VERDICTS.values() for v in cases.values()} == {"safe", "unsafe"}
 
 
 def test_every_registered_codemod_has_fixtures():
@@ -47,7 +56,9 @@ def test_codemod_output(case: Path):
     result = run(codemod, source, _target(source))
     expected = _expected(case)
     if expected.exists():
-        assert result == expected.read_text()
+        assert result is not None and result.code == expected.read_text()
+        verdict = VERDICTS[case.parent.name][case.name.removesuffix(".in.py")]
+        assert (result.safety, bool(result.why)) == (verdict, True), result.why
     else:
         assert result is None, "the codemod changed code it must leave alone"
 

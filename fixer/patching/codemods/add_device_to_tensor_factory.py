@@ -13,9 +13,12 @@ input of an RNN, for its hidden state); a `<something>.device` already written i
 device argument of an earlier `.to(...)`; a tensor parameter of the function; and, in a method of a
 module holding layers, `next(self.parameters()).device`. With none of those it changes nothing.
 
-Unsafe: the values are unchanged, but the chosen tensor may not be the one the new tensor is
-combined with, and code that relied on a CPU copy (`.numpy()`, `pack_padded_sequence` lengths,
-Python indexing) behaves differently, so the choice needs a review.
+Safety, per patch: the values are unchanged either way. When the device is that of a tensor the
+failing line's data is computed from (`device=x.device` for the `x` it meets, or the input its
+scores came from), only the placement changes and the patch is safe. Any other choice (a `device`
+variable, a parameter's device, an earlier `.to`) may not be where the failing line's other tensors
+are, and code that relied on a CPU copy (`.numpy()`, `pack_padded_sequence` lengths, Python
+indexing) would behave differently, so it is unsafe and says which device it chose.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ _TENSOR_USES = frozenset(
 )  # fmt: skip
 _DEVICE_STRING = re.compile(r"^(?:cuda|cpu|mps|xpu|meta|npu|hpu)(?::\d+)?$")
 _SCOPE_NODES = (cst.FunctionDef, cst.ClassDef)
+_NOT_DATA = frozenset({"next", "torch", "iter"})  # names a device expression reads that hold no data
 
 
 @dataclass
@@ -68,7 +72,6 @@ class _Scope:
 
 class AddDeviceToTensorFactory(Codemod):
     id = "add-device-to-tensor-factory"
-    safety = "unsafe"
     summary = "create the tensor on the device of the data it meets (add device= to the torch factory call)"
 
     def __init__(self, target: Target) -> None:
@@ -188,17 +191,21 @@ class AddDeviceToTensorFactory(Codemod):
         failing_reads = set(needed)
         feeding = [(unit, False) for unit in failing]  # the failing statement consumes all it reads
         first = scope.units.index(failing[0])
+        upstream = set(needed)  # every name the failing line's data is computed from, through layers too
         for unit in reversed(scope.units[:first]):
             if unit.assigns & needed:
                 needed |= unit.flows
                 feeding.append((unit, True))
+            if unit.assigns & upstream:
+                upstream |= unit.reads
         for unit, flow in feeding:
             moved = _moved_afterwards(unit.node)
             for call in _calls(unit.node, flow=flow):
                 if _is_bare_factory(call) and call not in moved:
                     device = self._device_for(scope, call, failing_reads)
-                    if device is not None:
-                        self._fixes.setdefault(call, device)
+                    if device is not None and call not in self._fixes:
+                        self._fixes[call] = device
+                        self._judge_choice(device, upstream)
                 elif depth < 2 and (helper := self._helper(scope, call)) is not None:
                     inner = self._scope_of(helper)
                     returns = [u for u in inner.units if isinstance(u.node, cst.Return)]
@@ -249,6 +256,15 @@ class AddDeviceToTensorFactory(Codemod):
         if self._module_with_layers(scope):
             return cst.parse_expression("next(self.parameters()).device")
         return None
+
+    def _judge_choice(self, device: cst.BaseExpression, upstream: set[str]) -> None:
+        """Safe when the device comes from what the failing line's data is computed from."""
+        chosen = cst.Module([]).code_for_node(device)
+        sources = {name for name in _reads(device) if "." not in name} - _NOT_DATA
+        if sources and sources <= upstream:
+            self.judge("safe", f"made on `{chosen}`, where the failing line's data comes from: only placement changes")
+        else:
+            self.judge("unsafe", f"made on `{chosen}`: check that is where the failing line's other tensors are")
 
     def _global_device_in_use(self, scope: _Scope) -> bool:
         """`device` read by the function and assigned at the top of the module: the script's own device."""

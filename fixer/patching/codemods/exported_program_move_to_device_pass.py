@@ -20,7 +20,7 @@ which have no such pass: they need a re-trace on the target device. The import
 `from torch.export.passes import move_to_device_pass` is added when missing. Nothing changes when the
 installed PyTorch does not ship the pass.
 
-Unsafe: the pass moves the ExportedProgram itself, in place (later `ep.module()` calls give modules
+Unsafe, every patch: the pass moves the ExportedProgram itself, in place (later `ep.module()` calls give modules
 on the new device), and in the two-statement form `m` names a new module afterwards; any other
 reference to the old module still sees it on the old device.
 """
@@ -41,12 +41,12 @@ from fixer.patching.base import Codemod, Target, dotted, method_call
 PASS = "move_to_device_pass"
 _EXPORTERS = {"torch.export.load", "torch.export.export", "torch.export.export_for_training"}
 _PROGRAM_NAME = re.compile(r"^(?:ep|\w+_ep|exported(?:_\w+)?|\w+_exported|program|\w+_program)$")
+_PROGRAM_MOVES = "the pass moves the program itself: every later ep.module() is on the new device"
 _DEVICE_NAME = re.compile(r"^(?:dev|device|\w+_device|device_\w+)$")
 
 
 class ExportedProgramMoveToDevicePass(Codemod):
     id = "exported-program-move-to-device-pass"
-    safety = "unsafe"
     summary = "move an exported program with torch.export.passes.move_to_device_pass instead of .to()"
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
 
@@ -93,6 +93,7 @@ class ExportedProgramMoveToDevicePass(Codemod):
         inner = method_call(updated_node.func.value, "module")
         assert inner is not None and isinstance(inner.func, cst.Attribute)
         self._changed = True
+        self.judge("unsafe", _PROGRAM_MOVES)
         return _pass_then_module(inner.func.value, device)
 
     # -- `m = ep.module()` ... `m.to(device)` ------------------------------------------------------
@@ -127,6 +128,7 @@ class ExportedProgramMoveToDevicePass(Codemod):
                     )
                     statement = statement.with_changes(body=[assign])
                     self._changed = True
+                    self.judge("unsafe", _PROGRAM_MOVES)
                 elif isinstance(small, cst.Assign):
                     self._track(small, unpacked)
             else:

@@ -33,11 +33,11 @@ _TENSOR_METHODS = frozenset(
     }
 )  # fmt: skip
 _TORCH_PREFIXES = ("torch.", "F.")
+_SAME_ARRAY = "on a CPU tensor .detach().cpu() returns the same data, and on a GPU one the line could only raise"
 
 
 class InsertCpuBeforeNumpy(PlannedCodemod):
     id = "insert-cpu-before-numpy"
-    safety = "safe"
     summary = "copy the tensor to host memory (.detach().cpu()) before NumPy reads it"
 
     def plan(self, module: cst.Module) -> None:
@@ -58,6 +58,7 @@ class InsertCpuBeforeNumpy(PlannedCodemod):
         if _on_host(call.func.value):
             return False
         self.rewrite(call, _copy_receiver)
+        self.judge("safe", _SAME_ARRAY)
         return True
 
     def _numpy_function(self, call: cst.Call, numpy: set[str]) -> bool:
@@ -72,6 +73,7 @@ class InsertCpuBeforeNumpy(PlannedCodemod):
         if _on_host(value) or not _tensor(value, self.before(call)):
             return False
         self.rewrite(call, _copy_first_argument)
+        self.judge("safe", _SAME_ARRAY)
         return True
 
 

@@ -15,9 +15,9 @@ imports it, and leaves the code alone when the attribute is reassigned elsewhere
 dict operations the module containers lack (`+`, `.sort()`, `.index()`, `.get()`, ...), keyed by
 something other than strings, or holds anything but layers.
 
-Unsafe: registering the layers is what the author meant, but it changes `parameters()` (an optimizer
-built from the old model never saw them), the `state_dict` keys (old checkpoints lack them) and what
-`.to()`, `.half()` and `.eval()` reach.
+Unsafe, every patch: registering the layers is what the author meant, but it changes `parameters()`
+(an optimizer built from the old model never saw them), the `state_dict` keys (old checkpoints lack
+them) and what `.to()`, `.half()` and `.eval()` reach.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ _LIST_ONLY = frozenset({"sort", "index", "count", "copy", "remove", "reverse", "
 
 class ListOfModulesToModuleList(Codemod):
     id = "list-of-modules-to-modulelist"
-    safety = "unsafe"
     summary = "hold the layers in nn.ModuleList / nn.ModuleDict so .to() and .parameters() see them"
 
     def __init__(self, target: Target) -> None:
@@ -70,7 +69,10 @@ class ListOfModulesToModuleList(Codemod):
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         replacement = self._fixes.get(original_node.value)
-        return updated_node if replacement is None else updated_node.with_changes(value=replacement)
+        if replacement is None:
+            return updated_node
+        self.judge("unsafe", "the layers join parameters() and state_dict: new keys, and the optimizer now trains them")
+        return updated_node.with_changes(value=replacement)
 
 
 def _plan(

@@ -7,18 +7,25 @@ its copy on the model's device right before the failing statement (`x = x.to(d)`
 tensor of the mapping), reusing the user's own device expression from the model's move. A bare
 `x.to(d)` statement whose result was thrown away becomes `x = x.to(d)` instead.
 
-Unsafe: values stay the same, but from that point the names refer to device tensors, so later code that
-relies on them being on the CPU (`.numpy()`, Python-side indexing, logging) changes, and every call pays
-a host-to-device copy. Arguments that are not plainly tensors (numbers, strings, containers, keyword
-arguments whose origin the file does not show) are left alone, and nothing changes without a move of
-the model in sight.
+An eval or predict function that receives the model (`def evaluate(model, loader)`) has no device in
+sight: the model's own device is used, `next(model.parameters()).device`, when the parameter is
+plainly a module (annotated as one, used as one with `.eval()`/`.parameters()`/..., or named so).
+
+Safety, per patch: the values stay the same and only their placement changes, so a patch is safe when
+nothing after the failing statement reads the rebound names; when something does, it now reads the
+device copy (`.numpy()`, Python-side indexing, logging change), and the patch says which name.
+Arguments that are not plainly tensors (numbers, strings, containers, keyword arguments whose origin
+the file does not show) are left alone, and nothing changes without a model whose device is known.
 """
 
 from __future__ import annotations
 
-import libcst as cst
+import re
 
-from fixer.patching.base import dotted
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from fixer.patching.base import dotted, walk
 from fixer.patching.flow import (
     Before,
     Device,
@@ -31,11 +38,13 @@ from fixer.patching.flow import (
 )
 
 _MODEL_METHODS = ("generate", "forward")
+# What only a module does: a parameter used this way in the function is the model it receives.
+_MODULE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "generate"})
+_MODULE_NAME = re.compile(r"(?:^|_)(?:model|net|network|module|classifier|encoder|decoder)$")
 
 
 class MoveInputsToModelDevice(PlannedCodemod):
     id = "move-inputs-to-model-device"
-    safety = "unsafe"
     summary = "move the tensors passed to the failing call onto the model's device (rebinding their names)"
 
     def plan(self, module: cst.Module) -> None:
@@ -56,7 +65,55 @@ class MoveInputsToModelDevice(PlannedCodemod):
         head, _, method = callee.rpartition(".")
         owner = head if head and method in _MODEL_METHODS else callee
         device = before.moved(owner)
-        return device is not None and self._move_arguments(call, before, device, skip=())
+        if device is not None:
+            return self._move_arguments(call, before, device, skip=())
+        asked = self._received_model(call, before, owner)
+        if asked is None:
+            return False
+        function = self._enclosing_function(call)
+        assert function is not None  # a received model is a parameter of one
+        used = {node.value for node in walk(function) if isinstance(node, cst.Name)}
+        name = next(n for n in ("device", f"{owner}_device", f"_{owner}_device") if n not in used)
+        ask = statement(cst.Assign(targets=[cst.AssignTarget(target=cst.Name(name))], value=asked))
+        device = Device("to", (cst.Arg(value=cst.Name(name)),))
+        return self._move_arguments(call, before, device, skip=(), prelude=(ask,))
+
+    def _received_model(self, call: cst.Call, before: Before, owner: str) -> cst.BaseExpression | None:
+        """`next(model.parameters()).device` for a module the enclosing function receives and never rebinds."""
+        function = self._enclosing_function(call)
+        if function is None or "." in owner:
+            return None
+        params = function.params
+        param = next(
+            (p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == owner), None
+        )
+        bound = before.binding(owner)
+        if param is None or bound is None or bound.value is not None or bound.line != self.line_of(function):
+            return None
+        if not (_annotated_module(param) or _used_as_module(function, owner) or _MODULE_NAME.search(owner)):
+            return None
+        return cst.parse_expression(f"next({owner}.parameters()).device")
+
+    def _enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        while (parent := self.parents.get(id(node))) is not None:
+            if isinstance(parent, cst.FunctionDef):
+                return parent
+            node = parent
+        return None
+
+    def _read_later(self, names: set[str], statement: cst.BaseStatement) -> str | None:
+        """A rebound name that code after the failing statement reads, in its function (or module)."""
+        scope: cst.CSTNode = self._enclosing_function(statement) or self._module_of(statement)
+        end = self.get_metadata(PositionProvider, statement).end.line
+        for node in walk(scope):
+            if isinstance(node, cst.Name) and node.value in names and self.line_of(node) > end:
+                return node.value
+        return None
+
+    def _module_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        while (parent := self.parents.get(id(node))) is not None:
+            node = parent
+        return node
 
     def _call_with_model_output(self, call: cst.Call) -> bool:
         """`criterion(logits, labels)`: one argument is the output of a moved model, another stayed behind."""
@@ -71,8 +128,14 @@ class MoveInputsToModelDevice(PlannedCodemod):
         return self._move_arguments(call, before, device, skip=tuple(on_device))
 
     def _move_arguments(
-        self, call: cst.Call, before: Before, device: Device, skip: tuple[cst.BaseExpression, ...]
+        self,
+        call: cst.Call,
+        before: Before,
+        device: Device,
+        skip: tuple[cst.BaseExpression, ...],
+        prelude: tuple[cst.BaseStatement, ...] = (),
     ) -> bool:
+        """Move the call's tensor arguments; `prelude` (what defines the device) goes first when any moves."""
         spot = before.statement
         if not isinstance(spot, cst.SimpleStatementLine) or before.in_expression_scope:
             return False
@@ -116,8 +179,25 @@ class MoveInputsToModelDevice(PlannedCodemod):
         for expr, assign in rebinds:
             self.replace(expr, assign)
         if moves:
-            self.insert(("before", spot), *moves)
+            self.insert(("before", spot), *prelude, *moves)
+        later = self._read_later(seen, spot)
+        if later is None:
+            self.judge("safe", "only where the inputs live changes, and nothing after the call reads the moved names")
+        else:
+            self.judge("unsafe", f"code after the call reads `{later}`, which is now the copy on the model's device")
         return True
+
+
+def _annotated_module(param: cst.Param) -> bool:
+    annotation = dotted(param.annotation.annotation) if param.annotation is not None else None
+    return annotation is not None and (annotation.endswith("Module") or annotation.endswith("PreTrainedModel"))
+
+
+def _used_as_module(function: cst.FunctionDef, name: str) -> bool:
+    return any(
+        isinstance(node, cst.Attribute) and dotted(node.value) == name and node.attr.value in _MODULE_METHODS
+        for node in walk(function)
+    )
 
 
 def _module(arg: cst.Arg, before: Before) -> bool:
@@ -142,11 +222,20 @@ def _tokenizer_output(value: cst.BaseExpression | None) -> bool:
 
 
 def _each_value(mapping: cst.Name, device: Device) -> cst.DictComp:
-    """`{name: tensor.to(d) for name, tensor in batch.items()}`, with names that do not clash with the device's."""
+    """`{name: tensor.to(d) if hasattr(tensor, "to") else tensor for name, tensor in batch.items()}`: every
+    tensor of a dict or BatchEncoding moves, the strings and lists beside them stay; the names chosen do
+    not clash with the device's."""
     key, value = ("name", "tensor") if not {"name", "tensor"} & device.names else ("k", "v")
+    movable = cst.Call(
+        func=cst.Name("hasattr"),
+        args=[
+            cst.Arg(cst.Name(value), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(cst.SimpleString(f'"{device.method}"')),
+        ],
+    )
     return cst.DictComp(
         key=cst.Name(key),
-        value=device.move(cst.Name(value)),
+        value=cst.IfExp(test=movable, body=device.move(cst.Name(value)), orelse=cst.Name(value)),
         for_in=cst.CompFor(
             target=cst.Tuple(
                 elements=[

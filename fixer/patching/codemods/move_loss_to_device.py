@@ -29,9 +29,11 @@ _WEIGHT_FIRST = frozenset(
 )
 
 
+_SAME_LOSS = "only the loss's own weights move, to the device its inputs are already on: the same values"
+
+
 class MoveLossToDevice(PlannedCodemod):
     id = "move-loss-to-device"
-    safety = "safe"
     summary = "move a loss that holds class weights (weight=/pos_weight=) to the device of its inputs"
 
     def fix_call(self, call: cst.Call) -> bool:
@@ -52,11 +54,13 @@ class MoveLossToDevice(PlannedCodemod):
         if isinstance(built.small, cst.Assign) and all(bound is None or bound.line < built.line for bound in names):
             assert isinstance(built.value, cst.Call)
             self.rewrite(built.value, lambda made: _moved(made, device))
+            self.judge("safe", _SAME_LOSS)
             return True
         spot = before.spot_after([built, *(bound for bound in names if bound is not None)])
         if spot is None:
             return False
         self.insert(spot, statement(cst.Expr(device.move(cst.parse_expression(loss)))))
+        self.judge("safe", _SAME_LOSS)
         return True
 
 

@@ -7,10 +7,11 @@ nothing moved since, while an argument of that call is on a device in a way the 
 `model.to(<that device>)` once the model is built and set up (after its last `model.load_state_dict(...)`
 or `model.eval()`) and the device expression exists, before the failing statement.
 
-Unsafe: `Module.to()` works in place, so from that point every user of the model sees its weights on
-the device: an optimizer built from the parameters earlier keeps state made on the CPU, code that reads
-weights with `.numpy()` stops working, and a model meant to stay on the CPU (offloaded, quantized, too
-large) is moved anyway. Nothing changes when the file does not show where the model was made, when it
+Safety, per patch: `Module.to()` moves the weights in place and keeps every Parameter object, so the
+model computes the same function where its inputs already are, and a model placed by `device_map=`
+or `device=` is never touched. It is unsafe when something took the model's parameters before the
+move (an optimizer, a copy of the state dict): what that holder made from them before, such as
+optimizer state, stays on the CPU. Nothing changes when the file does not show where the model was made, when it
 was moved (or dispatched with `device_map=`) already, or when no argument's device is visible.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fixer.patching.base import dotted
+from fixer.patching.base import dotted, walk
 from fixer.patching.flow import Before, Device, Event, PlannedCodemod, device_move, keyword, statement
 
 _MODEL_METHODS = ("generate", "forward")
@@ -27,7 +28,6 @@ _PLACED = ("device", "device_map")
 
 class MoveModelToDevice(PlannedCodemod):
     id = "move-model-to-device"
-    safety = "unsafe"
     summary = "move the model called on the failing line to the device its inputs are on"
 
     def fix_call(self, call: cst.Call) -> bool:
@@ -54,6 +54,13 @@ class MoveModelToDevice(PlannedCodemod):
         if spot is None:
             return False
         self.insert(spot, statement(cst.Expr(device.move(cst.parse_expression(model)))))
+        holder = _takes_parameters(before, model, built.line)
+        if holder is None:
+            self.judge("safe", "Module.to moves the weights in place to where the inputs already are; same function")
+        else:
+            self.judge(
+                "unsafe", f"`{holder}` took {model}'s parameters before the move; what it made from them stays put"
+            )
         return True
 
 
@@ -69,6 +76,17 @@ def _builds_model(value: cst.BaseExpression | None) -> bool:
             break
         current = current.func.value
     return True
+
+
+def _takes_parameters(before: Before, model: str, since: int) -> str | None:
+    """The name bound, after the model was built, to something made from its parameters or state."""
+    readers = {f"{model}.{method}" for method in ("parameters", "named_parameters", "state_dict")}
+    for event in before.events:
+        if event.kind != "bind" or event.line <= since or event.value is None:
+            continue
+        if any(isinstance(n, cst.Call) and dotted(n.func) in readers for n in walk(event.value)):
+            return event.name
+    return None
 
 
 def _device_of_inputs(call: cst.Call, before: Before) -> Device | None:

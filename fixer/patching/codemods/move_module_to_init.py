@@ -14,9 +14,11 @@ attributes `__init__` sets and the method does not change. A layer sized from th
 without an `__init__` that calls `super().__init__()` is left alone: no automatic patch can know its
 size at construction.
 
-Unsafe: the layer is now built once, registered, moved and trained with the model, which is the point,
-but the model's parameters, its `state_dict` (old checkpoints lack the new keys) and the random
-numbers drawn at construction change, and an optimizer built before the change does not train it.
+Unsafe, every patch: the layer is now built once, registered, moved and trained with the model,
+which is the point, but the model's parameters, its `state_dict` (old checkpoints lack the new keys)
+and the random numbers drawn at construction change, and an optimizer built before the change does
+not train it. (A layer without weights or buffers never raises this error, so every layer moved
+here has some.)
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.Gener
 
 class MoveModuleToInit(Codemod):
     id = "move-module-to-init"
-    safety = "unsafe"
     summary = "build the layer once in __init__ (registered, moved and trained) instead of at every call"
 
     def __init__(self, target: Target) -> None:
@@ -120,6 +121,8 @@ class MoveModuleToInit(Codemod):
                         continue
                     self._removed.add(small)
                     added.append((attr, value))
+        for name, _ in added:
+            self.judge("unsafe", f"`{name}` is now trained and saved: parameters and state_dict keys change")
         if added:
             self._added[init] = [
                 cst.SimpleStatementLine(

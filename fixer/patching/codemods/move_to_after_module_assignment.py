@@ -17,7 +17,6 @@ from fixer.patching.base import Codemod, chain_to, dotted, method_call, module_c
 
 class MoveToAfterModuleAssignment(Codemod):
     id = "move-to-after-module-assignment"
-    safety = "safe"
     summary = "move a module assigned after the model's .to()/.cuda() to the model's device"
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -35,7 +34,12 @@ class MoveToAfterModuleAssignment(Codemod):
             if isinstance(statement, cst.SimpleStatementLine):
                 parts = []
                 for small in statement.body:
-                    small = _attach_move(small, moved)
+                    attached = _attach_move(small, moved)
+                    if attached is not small:
+                        self.judge(
+                            "safe", "the new layer moves exactly as its model was moved, to the device it serves"
+                        )
+                    small = attached
                     _record_move(small, moved)
                     parts.append(small)
                 statement = statement.with_changes(body=parts)

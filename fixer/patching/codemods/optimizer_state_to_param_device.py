@@ -16,10 +16,10 @@ its own parameter's device, with `load_state_dict`'s rule for `step` (moved only
 capturable optimizers). Nothing else moves; a block that already touches `<optimizer>.state` after
 the restore is left alone.
 
-Unsafe: for a `torch.optim` optimizer the loop does what `load_state_dict` would have done had the
-model been moved first, so training continues as intended. But an optimizer recognised by its name
-could be one that keeps its state on another device on purpose (CPU-offloading optimizers), and the
-loop would undo that; review it.
+Safety, per patch: for an optimizer the file binds to a `torch.optim` class the loop does what
+`load_state_dict` would have done had the model been moved first, so training continues with the
+same values: safe. An optimizer recognised only by its name could be one that keeps its state on
+another device on purpose (CPU-offloading optimizers), and the loop would undo that: unsafe.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ _COMMENT = "# the optimizer state was restored before the move: put it on each p
 
 class OptimizerStateToParamDevice(Codemod):
     id = "optimizer-state-to-param-device"
-    safety = "unsafe"
     summary = "after a resume, move the restored optimizer state to each parameter's device"
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
 
@@ -94,11 +93,20 @@ class OptimizerStateToParamDevice(Codemod):
                 j = _last_move(body, i, optimizer, self._survey.models.get(optimizer, set()))
                 if j is not None:
                     after.setdefault(j, []).append(self._loop(optimizer))
+                    self._judge_optimizer(optimizer)
         fixed: list[cst.BaseStatement] = []
         for i, statement in enumerate(body):
             fixed.append(statement)
             fixed.extend(after.get(i, []))
         return fixed
+
+    def _judge_optimizer(self, optimizer: str) -> None:
+        if optimizer in self._survey.optimizers:
+            self.judge("safe", f"the state goes where `{optimizer}.load_state_dict` puts it when the model moves first")
+        else:
+            self.judge(
+                "unsafe", f"`{optimizer}` is taken for an optimizer by its name; one may keep its state elsewhere"
+            )
 
     def _loop(self, optimizer: str) -> cst.BaseStatement:
         names = {n: self._fresh(n) for n in ("group", "moves_step", "param", "param_state", "key", "value")}

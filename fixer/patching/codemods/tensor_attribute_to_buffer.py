@@ -13,13 +13,16 @@ another method reassigns or updates in place is state (a running mean, a cache o
 is elsewhere given a non-tensor value, is assigned before `super().__init__()`, is assigned more than
 once in `__init__`, or lives in a class that is not a module is left alone.
 
-Unsafe: the tensor now follows `.to()`, and also `.half()`/`.double()` for floating tensors and
-DataParallel replication, and with `persistent=True` the `state_dict` gains a key, so behaviour can
-change beyond the fix.
+Safety, per patch: with `persistent=True` the `state_dict` gains a key that old checkpoints lack, so
+strict loading of them fails: unsafe. With `persistent=False` the `state_dict` is unchanged and the
+tensor now follows `.to()` and DataParallel replication, which is the fix; it would also follow a
+dtype cast (`.half()`, `.to(torch.bfloat16)`), which the plain attribute escaped, so the patch is safe
+only when the file casts no module's dtype, and says so when it does.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TypeGuard
 
@@ -46,7 +49,6 @@ _IN_PLACE_HINTS = frozenset(
 
 class TensorAttributeToBuffer(Codemod):
     id = "tensor-attribute-to-buffer"
-    safety = "unsafe"
     summary = "register the tensor attribute as a buffer so .to() and DataParallel move it with the module"
 
     def __init__(self, target: Target) -> None:
@@ -55,17 +57,27 @@ class TensorAttributeToBuffer(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         classes = module_classes(node)
+        cast = _dtype_cast(node)
         for line in reversed(self.target.lines):
             cls = next((c for c in classes if self._span(c)[0] <= line <= self._span(c)[1]), None)
             if cls is None:
                 continue
             for name in self._attributes_read_at(cls, line):
                 fix = _plan(cls, name)
-                if fix is not None:
-                    self._fixes.setdefault(fix[0], (name, fix[1]))
+                if fix is not None and fix[0] not in self._fixes:
+                    self._fixes[fix[0]] = (name, fix[1])
+                    self._judge_buffer(name, persistent=fix[1], cast=cast)
             if self._fixes:
                 break
         return True
+
+    def _judge_buffer(self, name: str, *, persistent: bool, cast: str | None) -> None:
+        if persistent:
+            self.judge("unsafe", f"`{name}` is state, so state_dict gains the key; old checkpoints lack it")
+        elif cast is not None:
+            self.judge("unsafe", f"the file casts a module with `{cast}`, which now casts `{name}` too")
+        else:
+            self.judge("safe", f"`{name}` is not persistent, so state_dict is unchanged; no dtype cast in the file")
 
     def _span(self, node: cst.CSTNode) -> tuple[int, int]:
         pos = self.get_metadata(PositionProvider, node)
@@ -96,6 +108,26 @@ class TensorAttributeToBuffer(Codemod):
                 updated = _register(fix[0], updated.value, persistent=fix[1])
             body.append(updated)
         return updated_node.with_changes(body=body)
+
+
+_CASTS = frozenset({"half", "bfloat16", "double"})
+_DTYPE_NAMES = re.compile(r"^torch\.(?:float16|half|bfloat16|float64|double)$")
+
+
+def _dtype_cast(module: cst.Module) -> str | None:
+    """`.half()`, `.bfloat16()`, `.double()` or `.to(torch.float16)`/`.to(dtype=...)` somewhere in the file."""
+    for node in _walk(module, into_scopes=True):
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+            continue
+        method = node.func.attr.value
+        if method in _CASTS and not node.args:
+            return f".{method}()"
+        if method == "to" and any(
+            (arg.keyword is not None and arg.keyword.value == "dtype") or _DTYPE_NAMES.match(dotted(arg.value) or "")
+            for arg in node.args
+        ):
+            return ".to(<dtype>)"
+    return None
 
 
 def _plan(cls: cst.ClassDef, name: str) -> tuple[cst.BaseSmallStatement, bool] | None:

@@ -14,9 +14,10 @@ A variable bound to a hard-coded accelerator literal (`device = "cuda"`, `torch.
 not reused: on the machine that raised this error that device is missing or has another number, and
 mapping onto it would fail the same way. `"cpu"` is used instead.
 
-Unsafe: `load_state_dict` copies loaded tensors into parameters wherever those live, so models are
-unaffected, but tensors the code uses straight from the checkpoint now start on the mapped device
-rather than the one they were saved from, which changes behaviour on the machine that has that GPU.
+Safety, per patch: `load_state_dict` copies loaded tensors into parameters wherever those live, so
+when everything loaded goes only into `load_state_dict(...)` calls, nothing but the loading changes:
+safe. Tensors the code uses straight from the checkpoint would now start on the mapped device rather
+than the one they were saved from, which changes behaviour on the machine that has that GPU: unsafe.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import re
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from fixer.patching.base import Codemod, Target, dotted, method_call
+from fixer.patching.base import Codemod, Target, dotted, method_call, walk
 
 _DEVICE_NAME = re.compile(r"^(?:dev|device|\w+_device|device_\w+)$")
 _MAP_LOCATION_POSITION = 1  # torch.load(f, map_location=None, pickle_module=None, *, ...)
@@ -34,7 +35,6 @@ _MAP_LOCATION_POSITION = 1  # torch.load(f, map_location=None, pickle_module=Non
 
 class TorchLoadAddMapLocation(Codemod):
     id = "torch-load-add-map-location"
-    safety = "unsafe"
     summary = 'pass map_location= to torch.load (the script\'s own device in scope, else "cpu")'
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
 
@@ -109,7 +109,33 @@ class TorchLoadAddMapLocation(Codemod):
         positional = [arg for arg in args if arg.keyword is None]
         if len(positional) != _MAP_LOCATION_POSITION:
             return updated_node
-        return updated_node.with_changes(args=_append_keyword(updated_node, "map_location", self._location()))
+        location = self._location()
+        if self._only_restored(original_node):
+            self.judge("safe", "what is loaded only goes into load_state_dict, which copies it where the model is")
+        else:
+            where = cst.Module([]).code_for_node(location)
+            self.judge("unsafe", f"tensors used straight from the checkpoint now start on {where}")
+        return updated_node.with_changes(args=_append_keyword(updated_node, "map_location", location))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
+
+    def _only_restored(self, load: cst.Call) -> bool:
+        """The load's result reaches nothing but `.load_state_dict(...)` arguments (whole or indexed)."""
+        parents = {id(child): parent for parent in walk(self._module) for child in parent.children}
+        node: cst.CSTNode = load
+        while (parent := parents.get(id(node))) is not None and isinstance(parent, cst.Arg | cst.Call):
+            if isinstance(parent, cst.Call) and method_call(parent, "load_state_dict") is parent:
+                return True
+            node = parent
+        assign = parents.get(id(load))
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+            return False
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            return False
+        uses = [n for n in walk(self._module) if isinstance(n, cst.Name) and n.value == target.value]
+        return all(n is target or _restores(n, parents) for n in uses)
 
     def _is_torch_load(self, call: cst.Call) -> bool:
         names = self.get_metadata(QualifiedNameProvider, call.func, set())
@@ -160,6 +186,16 @@ def _between_arguments(call: cst.Call) -> cst.BaseParenthesizableWhitespace:
     if isinstance(opening, cst.ParenthesizedWhitespace):  # `f(  # comment` + newline: drop the comment
         return opening.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=())
     return cst.SimpleWhitespace(" ")
+
+
+def _restores(name: cst.Name, parents: dict[int, cst.CSTNode]) -> bool:
+    """`model.load_state_dict(ckpt)` or `...load_state_dict(ckpt["model"])`: the name read only to restore."""
+    node: cst.CSTNode = name
+    while (parent := parents.get(id(node))) is not None and isinstance(
+        parent, cst.Subscript | cst.SubscriptElement | cst.Index | cst.Arg
+    ):
+        node = parent
+    return isinstance(parent, cst.Call) and method_call(parent, "load_state_dict") is parent and node in parent.args
 
 
 CODEMOD = TorchLoadAddMapLocation
