@@ -48,7 +48,7 @@ def patch(text: str, args: argparse.Namespace) -> int:
         print(json.dumps({"entry": match.id, "patches": [patch_out(p).model_dump() for p in patches]}, indent=2))
     if not patches:
         if not args.json:
-            _explain_no_patch(match)
+            _explain_no_patch(match, located.files)
         return NO_MATCH
     if not args.json:
         _show(patches, args.color)
@@ -77,9 +77,11 @@ def _root(option: str | None) -> Path:
     return root
 
 
-def _explain_no_patch(match: Match) -> None:
+def _explain_no_patch(match: Match, files: dict[Path, tuple[int, ...]]) -> None:
+    from fixer.patching.why_none import why_no_patch
+
     entry = match.entry
-    print(f"fixer: no automatic patch for {entry.id} in the files this traceback names here.")
+    print(f"fixer: {why_no_patch(entry, files)}")
     print(f"To fix it by hand ({entry.fix.summary.rstrip('.')}):")
     for number, step in enumerate(entry.fix.steps, 1):
         print(f"  {number}. {' '.join(step.split())}")

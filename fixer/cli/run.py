@@ -134,11 +134,21 @@ def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Expl
 
 
 def _explanation_view(result: Explanation) -> Group:
+    """The explanation, then the patch, or one line on why there is none: a run never just stops."""
     from rich.console import Group
+    from rich.text import Text
 
     from fixer.output import render
 
-    return Group(render.explanation(result, top=3), *(render.patch_view(patch) for patch in local_patches(result)))
+    patches = local_patches(result)
+    if patches:
+        return Group(render.explanation(result, top=3), *(render.patch_view(patch) for patch in patches))
+    from fixer.patching.targets import user_files
+    from fixer.patching.why_none import why_no_patch
+
+    assert result.traceback is not None  # only a matched traceback is explained
+    reason = why_no_patch(result.matches[0].entry, user_files(result.traceback))
+    return Group(render.explanation(result, top=3), Text(f"fixer: no patch: {reason}.", style="bold"))
 
 
 def _report_ranks(outcome: Outcome, wait: timedelta, color: ColorChoice) -> None:

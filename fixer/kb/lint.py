@@ -95,10 +95,17 @@ def _cross_checks(entries: list[Entry], root: Path) -> list[Problem]:
 
 
 def _codemod_problems(entry: Entry) -> list[str]:
-    """The codemod an entry names exists; no codemod means manual. Each patch judges its own safety."""
+    """The codemod an entry names exists; no codemod means manual, and the entry says why there is none.
+    Each patch judges its own safety."""
     codemod_id, safety = entry.fix.codemod, entry.fix.safety
     if codemod_id is None:
-        return [] if safety == "manual" else [f"fix.safety is {safety!r} but no codemod applies it: use 'manual'"]
+        if safety != "manual":
+            return [f"fix.safety is {safety!r} but no codemod applies it: use 'manual'"]
+        return (
+            [] if entry.fix.manual_because else ["fix.manual_because is missing: say why no codemod applies this fix"]
+        )
+    if entry.fix.manual_because is not None:
+        return ["fix.manual_because is set, but the fix has a codemod"]
     if codemod_id not in registry.CODEMODS:
         return [f"fix.codemod {codemod_id!r} does not exist in fixer/patching/codemods"]
     if safety == "manual":

@@ -109,6 +109,10 @@ class Fix(Strict):
         description="safe: keeps meaning; unsafe: may change behaviour; manual: no automatic patch."
     )
     safety_note: str
+    manual_because: str | None = Field(
+        default=None,
+        description="Why no codemod applies this fix (required when codemod is null; absent otherwise).",
+    )
 
 
 class Repro(Strict):

@@ -61,6 +61,8 @@ def entry_page(entry: Entry) -> str:
     ]
     if fix.codemod:
         parts.append(f"`fixer patch` applies this fix to your code with the `{fix.codemod}` codemod.")
+    elif fix.manual_because:
+        parts.append(f"No automatic patch: {' '.join(fix.manual_because.split())}")
     examples = []
     for example in entry.examples:
         note = f"\n\n{_indent(example.note.strip())}" if example.note else ""

@@ -94,3 +94,11 @@ def test_a_failure_in_the_report_keeps_the_scripts_traceback_and_exit_status(
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("Traceback (most recent call last)") == 1
     assert "RuntimeError: " in done.stderr and line in done.stderr
+
+
+def test_a_run_without_a_patch_says_why_instead_of_stopping(tmp_path):
+    """The error is raised on a line no codemod can rewrite: the report ends with the reason."""
+    ran = _fixer_run(tmp_path, DEVICE_ERROR)
+    assert ran.returncode == 1
+    last = " ".join(ran.stderr.strip().splitlines()[-1:])
+    assert last.startswith("fixer: no patch: ") and last.endswith(".")

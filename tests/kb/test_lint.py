@@ -73,3 +73,13 @@ def test_lint_reports_unknown_probe_ids(tmp_path):
     messages = [str(p) for p in problems]
     assert any("'gpu-vibes', which no probe" in m for m in messages)
     assert not any("optimizer-state-devices" in m for m in messages)
+
+
+def test_a_manual_fix_must_say_why_no_codemod_applies_it(tmp_path):
+    kb = _copy_kb(tmp_path)
+    _edit(kb / "more-ranks-than-gpus.yaml", lambda d: d["fix"].pop("manual_because"))
+    _edit(kb / "model-not-moved.yaml", lambda d: d["fix"].update(manual_because="no reason"))
+    _, problems = lint(kb)
+    text = "\n".join(map(str, problems))
+    assert "more-ranks-than-gpus.yaml: fix.manual_because is missing" in text
+    assert "model-not-moved.yaml: fix.manual_because is set, but the fix has a codemod" in text

@@ -1,0 +1,27 @@
+"""Why there is no patch, said about what is actually missing: a codemod, the files, or a match in them.
+
+Free of LibCST, so `fixer run` and `fixer explain` can say it without paying for the import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixer.kb.schema import Entry
+
+
+def why_no_patch(entry: Entry, files: dict[Path, tuple[int, ...]]) -> str:
+    """One sentence; `files` are the traceback's own files found here (`targets.locate`)."""
+    if entry.fix.codemod is None:
+        reason = " ".join((entry.fix.manual_because or "its fix needs a person").split())
+        return f"{entry.id} has no automatic patch: {reason}"
+    if not files:
+        return (
+            f"the {entry.fix.codemod} codemod has nothing to read: none of your files that the traceback "
+            "names is on this machine as it ran"
+        )
+    names = ", ".join(sorted(path.name for path in files))
+    return (
+        f"the {entry.fix.codemod} codemod found no code of the shape it can rewrite in {names}, "
+        "so the fix is yours to make"
+    )
