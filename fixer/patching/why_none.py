@@ -17,8 +17,8 @@ def why_no_patch(entry: Entry, files: dict[Path, tuple[int, ...]]) -> str:
         return f"{entry.id} has no automatic patch: {reason}"
     if not files:
         return (
-            f"the {entry.fix.codemod} codemod has nothing to read: none of your files that the traceback "
-            "names is on this machine as it ran"
+            f"the {entry.fix.codemod} codemod has nothing to read: the traceback names no file of yours "
+            "that is on this machine as it ran"
         )
     names = ", ".join(sorted(path.name for path in files))
     return (

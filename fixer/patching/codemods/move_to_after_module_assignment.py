@@ -1,73 +1,117 @@
 """submodule-replaced-after-to: a module assigned onto a model after the model was moved.
 
 `model.to(device)` moves what the model holds at that moment; `model.out_head = nn.Linear(...)`
-afterwards creates the new head on the CPU. The fix moves the new module the same way the model was
-moved, reusing the user's own device expression, so both end up together. Meaning is kept: the
-model was meant to live on that device, and the new module is part of it.
+afterwards creates the new head on the CPU. The fix moves the new module to where the model is, so
+both end up together. Meaning is kept: the model was meant to live on that device, and the new module
+is part of it.
+
+The move may be written anywhere that runs before the assignment in the same function (or at the
+top level): in the same block, then the new module is moved the same way, reusing the user's own
+device expression; or in a branch (`if cuda: model.to("cuda") else: ...`), a loop, or a helper of
+this file that moves the model it is given (`prepare(model)`), then the new module is moved to the
+model's own device, `next(model.parameters()).device`, which is right whichever way the model went.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from fixer.patching.base import Codemod, chain_to, dotted, method_call, module_constructor
+from fixer.patching.base import Codemod, Target, chain_to, dotted, method_call, module_constructor, walk
+
+_SAME = "the new layer goes where its model already is, the device it serves"
+
+
+@dataclass(frozen=True)
+class _Move:
+    owner: str  # the moved module's name, as written at the assignment (`model`, `self.net`)
+    line: int
+    call: cst.Call | None  # the `.to(...)`/`.cuda(...)` itself; None for a helper that moves it
+    block: cst.CSTNode  # the block holding the move's statement
 
 
 class MoveToAfterModuleAssignment(Codemod):
     id = "move-to-after-module-assignment"
     summary = "move a module assigned after the model's .to()/.cuda() to the model's device"
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return updated_node.with_changes(body=self._fix_block(updated_node.body))
+    def __init__(self, target: Target) -> None:
+        super().__init__(target)
+        self._moves: list[_Move] = []
+        self._helpers: dict[str, int] = {}  # function of this file -> the index of the parameter it moves
 
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        return updated_node.with_changes(body=self._fix_block(updated_node.body))
+    def visit_Module(self, node: cst.Module) -> None:
+        for function in (n for n in walk(node) if isinstance(n, cst.FunctionDef)):
+            params = [p.name.value for p in function.params.params]
+            for statement in walk(function.body):
+                moved = _moved_name(statement)
+                if moved in params:
+                    self._helpers[function.name.value] = params.index(moved)
+        for statement in walk(node):
+            owner = _moved_name(statement)
+            call = _move_call(statement) if owner else None
+            if owner is None and isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+                owner, call = self._helper_argument(statement.value), None
+            if owner is not None:
+                self._moves.append(_Move(owner, self.line_of(statement), call, self._block_of(statement)))
 
-    def _fix_block(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        moved: dict[str, cst.Call] = {}  # object name -> the call that moved it
-        fixed: list[cst.BaseStatement] = []
-        for statement in body:
-            if isinstance(statement, cst.SimpleStatementLine):
-                parts = []
-                for small in statement.body:
-                    attached = _attach_move(small, moved)
-                    if attached is not small:
-                        self.judge(
-                            "safe", "the new layer moves exactly as its model was moved, to the device it serves"
-                        )
-                    small = attached
-                    _record_move(small, moved)
-                    parts.append(small)
-                statement = statement.with_changes(body=parts)
-            fixed.append(statement)
-        return fixed
+    def _helper_argument(self, call: cst.Call) -> str | None:
+        """`prepare(model)` where `prepare` moves its parameter: the name passed in that place."""
+        index = self._helpers.get(dotted(call.func) or "")
+        if index is None or index >= len(call.args) or call.args[index].keyword is not None:
+            return None
+        return dotted(call.args[index].value)
+
+    def _block_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        while not isinstance(node, (cst.IndentedBlock, cst.Module)):
+            node = self.get_metadata(ParentNodeProvider, node)
+        return node
+
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        while not isinstance(node, (cst.FunctionDef, cst.Module)):
+            node = self.get_metadata(ParentNodeProvider, node)
+        return node
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if len(original_node.targets) != 1 or not module_constructor(original_node.value):
+            return updated_node
+        target = dotted(original_node.targets[0].target) or ""
+        line, scope = self.line_of(original_node), self._scope_of(original_node)
+        earlier = [
+            m
+            for m in self._moves
+            if target.startswith(m.owner + ".") and m.line < line and self._scope_of(m.block) is scope
+        ]
+        if not earlier:
+            return updated_node
+        last = earlier[-1]
+        self.judge("safe", _SAME)
+        if last.call is not None and last.block is self._block_of(original_node):
+            return updated_node.with_changes(value=chain_to(updated_node.value, last.call))
+        device = cst.parse_expression(f"next({last.owner}.parameters()).device")
+        moved = cst.Call(func=cst.Attribute(value=updated_node.value, attr=cst.Name("to")), args=[cst.Arg(device)])
+        return updated_node.with_changes(value=moved)
 
 
-def _record_move(small: cst.BaseSmallStatement, moved: dict[str, cst.Call]) -> None:
-    """`model.to(d)` / `model.cuda()` as a statement, or `model = model.to(d)` / `model = M().to(d)`."""
-    if isinstance(small, cst.Expr):
-        call = method_call(small.value, "to", "cuda")
-        if call is not None and isinstance(call.func, cst.Attribute) and (name := dotted(call.func.value)):
-            moved[name] = call
-    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
-        name = dotted(small.targets[0].target)
-        call = method_call(small.value, "to", "cuda")
-        if name and call is not None:
-            moved[name] = call
+def _move_call(statement: cst.CSTNode) -> cst.Call | None:
+    """`model.to(d)` / `model.cuda()` as a statement, or the call in `model = model.to(d)`."""
+    if isinstance(statement, cst.Expr):
+        return method_call(statement.value, "to", "cuda")
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        return method_call(statement.value, "to", "cuda")
+    return None
 
 
-def _attach_move(small: cst.BaseSmallStatement, moved: dict[str, cst.Call]) -> cst.BaseSmallStatement:
-    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and module_constructor(small.value)):
-        return small
-    target = dotted(small.targets[0].target)
-    owner = next((name for name in moved if target and target.startswith(name + ".")), None)
-    if owner is None:
-        return small
-    return small.with_changes(value=chain_to(small.value, moved[owner]))
+def _moved_name(statement: cst.CSTNode) -> str | None:
+    """The module a statement moves: `model.to(d)`, `model.cuda()`, `model = model.to(d)`, `m = M().to(d)`."""
+    call = _move_call(statement)
+    if call is None or not isinstance(call.func, cst.Attribute):
+        return None
+    if isinstance(statement, cst.Assign):
+        return dotted(statement.targets[0].target)
+    return dotted(call.func.value)
 
 
 CODEMOD = MoveToAfterModuleAssignment
