@@ -41,7 +41,7 @@ def diagnose(args: argparse.Namespace) -> int:
         from fixer.diagnose.exported import exported_findings
 
         with status("reading the exported program"):
-            findings += exported_findings(Path(args.exported), facts)
+            findings += exported_findings(Path(args.exported), facts, evidence.devices if evidence else ())
     matches: list[Match] = []
     if result is not None and result.traceback is not None:
         findings += _traceback_probes(result.traceback, result.matches[:TOP])

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from fixer.diagnose.findings import Finding, Verdict
 
@@ -78,17 +78,37 @@ class _LocationUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
 
 
-def read_locations(path: Path) -> dict[str, Counter[str]]:
-    """Saved tensors per top-level key ('model', 'optimizer.state', ...), counted by device."""
-    groups: dict[str, Counter[str]] = {}
-    for key, location in saved_tensors(path, str(path)):
-        groups.setdefault(_group(key), Counter())[location] += 1
+Role = Literal["weights", "optimizer", "other"]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Tensors that belong together: a state dict of weights, an optimizer's state, or the rest of a key."""
+
+    name: str  # the key path, as `model`, `trainer.var_wo_ddp`, `trainer.optim.state`, `trainer.optim.state.step`
+    role: Role
+
+
+def read_groups(path: Path) -> dict[Group, Counter[str]]:
+    """Saved tensors per group, counted by device, however deep the trainer nests its state dicts."""
+    groups: dict[Group, Counter[str]] = {}
+    for group, saved in _grouped(_load(path, str(path)), "", None):
+        groups.setdefault(group, Counter())[saved.location] += 1
     return groups
+
+
+def read_locations(path: Path) -> dict[str, Counter[str]]:
+    """Saved tensors per group name ('model', 'optimizer.state', ...), counted by device."""
+    return {group.name: counts for group, counts in read_groups(path).items()}
 
 
 def saved_tensors(source: Path | IO[bytes], label: str) -> list[tuple[str, str]]:
     """Every saved tensor as (key path, device): callers that match tensors by name, such as a state dict
     nested in another archive, need the keys that `read_locations` folds into groups."""
+    return [(key, saved.location) for key, saved in _walk(_load(source, label), "")]
+
+
+def _load(source: Path | IO[bytes], label: str) -> object:
     try:
         with zipfile.ZipFile(source) as archive:
             names = [n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
@@ -102,10 +122,9 @@ def saved_tensors(source: Path | IO[bytes], label: str) -> list[tuple[str, str]]
     except OSError as exc:
         raise CheckpointError(f"{label}: cannot read ({exc.strerror or exc})") from None
     try:
-        root = _LocationUnpickler(io.BytesIO(payload)).load()
+        return _LocationUnpickler(io.BytesIO(payload)).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
         raise CheckpointError(f"{label}: cannot read its contents ({exc})") from None
-    return [(key, saved.location) for key, saved in _walk(root, "")]
 
 
 def _walk(node: object, key: str) -> Iterator[tuple[str, Saved]]:
@@ -121,26 +140,40 @@ def _walk(node: object, key: str) -> Iterator[tuple[str, Saved]]:
         yield from _walk(getattr(node, "state", None), key)
 
 
-def _group(key: str) -> str:
-    """`optimizer.state.3.exp_avg` -> `optimizer.state`; `model.encoder.weight` -> `model`.
+def _grouped(node: object, key: str, group: Group | None) -> Iterator[tuple[Group, Saved]]:
+    """Tensors with their group, recognised by shape rather than by key: a dict with `state` and
+    `param_groups` is an optimizer's state dict, a dict holding only tensors is a module's.
 
     Step counters get a group of their own: Adam-style optimizers keep them on the CPU by design
     (unless fused or capturable, and load_state_dict moves those), so a CPU `step` beside GPU weights
     is how every healthy checkpoint looks, not a sign of state left apart."""
-    parts = key.split(".")
-    if len(parts) > 1 and parts[1] == "state":
-        return ".".join(parts[:2]) + (".step" if parts[-1] == "step" else "")
-    return parts[0] if len(parts) > 1 else "<top level>"
+    if isinstance(node, _Opaque):
+        yield from _grouped(getattr(node, "state", None), key, group)
+    elif isinstance(node, Saved):
+        yield group or Group(key.split(".")[0] if "." in key else "<top level>", "other"), node
+    elif isinstance(node, dict) and group is None and {"state", "param_groups"} <= node.keys():
+        state = f"{key}.state" if key else "state"
+        for slot, child in _walk(node["state"], ""):
+            yield Group(f"{state}.step" if slot.split(".")[-1] == "step" else state, "optimizer"), child
+    elif isinstance(node, dict) and group is None and node and all(isinstance(v, Saved) for v in node.values()):
+        yield from ((Group(key or "<top level>", "weights"), child) for _, child in _walk(node, key))
+    elif isinstance(node, dict):
+        for name, child in node.items():
+            yield from _grouped(child, f"{key}.{name}" if key else str(name), group)
+    elif isinstance(node, list | tuple):
+        for index, child in enumerate(node):
+            yield from _grouped(child, f"{key}.{index}" if key else str(index), group)
 
 
 def checkpoint_findings(path: Path, env: dict[str, Any] | None) -> list[Finding]:
     """What the saved devices say, given this machine's devices (from the env probe, when it ran)."""
     try:
-        groups = read_locations(path)
+        grouped = read_groups(path)
     except CheckpointError as exc:
         return [Finding("checkpoint-devices", "could-not-check", str(exc))]
-    if not groups:
+    if not grouped:
         return [Finding("checkpoint-devices", "info", f"{path.name} holds no tensors")]
+    groups = {group.name: counts for group, counts in grouped.items()}
     facts = {group: dict(counts) for group, counts in groups.items()}
     seen = ", ".join(
         f"{group}: " + ", ".join(f"{n} on {d}" for d, n in counts.items()) for group, counts in facts.items()
@@ -169,13 +202,20 @@ def checkpoint_findings(path: Path, env: dict[str, Any] | None) -> list[Finding]
             )
         elif not cuda:
             findings.append(_verdict("rules-out", "torch-load-without-map-location", "holds no CUDA tensors"))
-    model, state = groups.get("model"), groups.get("optimizer.state")
-    if model and state and set(state) - set(model):
+    weights = {d for group, counts in grouped.items() if group.role == "weights" for d in counts}
+    state = {
+        d
+        for group, counts in grouped.items()
+        if group.role == "optimizer" and not group.name.endswith(".step")
+        for d in counts
+    }
+    if weights and state - weights:
         findings.append(
             _verdict(
                 "confirms",
                 "optimizer-state-after-resume",
-                f"has its optimizer state saved on {', '.join(state)} but its model on {', '.join(model)}",
+                f"has its optimizer state saved on {', '.join(sorted(state))} "
+                f"but its weights on {', '.join(sorted(weights))}",
             )
         )
     return findings

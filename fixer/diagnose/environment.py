@@ -23,6 +23,7 @@ TIMEOUT_S = 60
 _ORDINAL = re.compile(r"\bcuda:(\d+)|\bCUDA device (\d+)\b")
 _ORDINAL_ENTRIES = ("hardcoded-device-ordinal", "torch-load-missing-ordinal", "more-ranks-than-gpus")
 _MULTI_GPU_ENTRIES = ("dataparallel-params-not-on-device0", "keras-torch-dataparallel")
+_KERAS_WRAPPER = re.compile(r"Exception encountered when calling \w+\.call\(\)")
 _ACCELERATE_ENTRIES = ("accelerate-hooks-conflict", "accelerate-offloaded-model-moved", "device-map-auto-split")
 
 
@@ -68,9 +69,45 @@ def environment_findings(facts: dict[str, Any] | str, evidence: Evidence | None 
         *_visible_devices(facts, ordinals),
         *_distributed(facts, count),
         *_mps(facts),
-        *_libraries(facts),
-        *_keras(facts),
+        *_torch_version(facts, evidence),
+        *_libraries(facts, ran_through(evidence)),
+        *_keras(facts, ran_through(evidence)),
     ]
+
+
+def ran_through(evidence: Evidence | None) -> frozenset[str]:
+    """The libraries the traceback proves ran, on whatever machine: those its frames are in, and Keras
+    when the message is Keras 3's own wrapper of a layer's error."""
+    if evidence is None:
+        return frozenset()
+    return evidence.libraries | ({"keras"} if _KERAS_WRAPPER.search(evidence.message) else set())
+
+
+def _torch_version(facts: dict[str, Any], evidence: Evidence | None) -> list[Finding]:
+    """Before 2.1, `load_state_dict` left fused and capturable Adam's `step` counters wherever the
+    checkpoint put them (the CPU, after map_location="cpu"), even with the model already on the GPU:
+    pytorch/pytorch#103256, fixed in 2.1. Said only when the traceback is about those counters."""
+    if evidence is None or not (
+        evidence.argument == "state_steps" or (evidence.op or "").startswith(("fused_adam", "_fused_adam"))
+    ):
+        return []
+    version = _release(str(facts.get("torch", "")))
+    if version is None:
+        return []
+    entry = ("optimizer-state-after-resume",)
+    if version < (2, 1):
+        why = (
+            f"torch {facts['torch']} is older than 2.1, whose load_state_dict leaves a fused optimizer's step "
+            "counters on the CPU after a CPU-mapped checkpoint (pytorch#103256): upgrade, or move them after loading"
+        )
+        return [Finding("env-torch-version", "confirms", why, entry)]
+    why = f"torch {facts['torch']} moves fused step counters on load; the state was left apart by the code's order"
+    return [Finding("env-torch-version", "info", why, entry)]
+
+
+def _release(version: str) -> tuple[int, int] | None:
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def _ordinals(evidence: Evidence | None) -> set[int]:
@@ -152,26 +189,39 @@ def _mps(facts: dict[str, Any]) -> list[Finding]:
     return [Finding("env-mps", "info", f"Apple's MPS backend is {'available' if available else 'not available'}")]
 
 
-def _libraries(facts: dict[str, Any]) -> list[Finding]:
+def _libraries(facts: dict[str, Any], proven: frozenset[str]) -> list[Finding]:
+    """A library missing here rules its causes out only when the traceback does not show it running:
+    a traceback pasted from another machine proves what ran there."""
     versions: dict[str, str] = facts.get("libraries") or {}
     shown = ", ".join(f"{name} {version}" for name, version in versions.items()) or "none of the placement libraries"
     findings = [Finding("env-libraries", "info", f"installed: {shown}", facts={"libraries": versions})]
-    if "accelerate" not in versions:
-        findings.append(Finding("env-libraries", "rules-out", "accelerate is not installed", _ACCELERATE_ENTRIES))
-    if "bitsandbytes" not in versions:
-        findings.append(
-            Finding("env-libraries", "rules-out", "bitsandbytes is not installed", ("bnb-quantized-model-to",))
-        )
+    for library, entries in (("accelerate", _ACCELERATE_ENTRIES), ("bitsandbytes", ("bnb-quantized-model-to",))):
+        if library in versions:
+            continue
+        if library in proven:
+            why = f"{library} is not installed here, but the traceback ran through it: it comes from another machine"
+            findings.append(Finding("env-libraries", "info", why, entries))
+        else:
+            findings.append(Finding("env-libraries", "rules-out", f"{library} is not installed", entries))
     return findings
 
 
-def _keras(facts: dict[str, Any]) -> list[Finding]:
+def _keras(facts: dict[str, Any], proven: frozenset[str]) -> list[Finding]:
+    """The shell's KERAS_BACKEND and keras.json say how a script run from here starts, but a script may
+    set the backend in code (`os.environ["KERAS_BACKEND"] = "torch"` before the import): only a
+    backend named by both and not contradicted by the traceback's frames rules the cause out."""
     version = (facts.get("libraries") or {}).get("keras")
     entry = ("keras-torch-dataparallel",)
+    if "keras" in proven:
+        return [Finding("env-keras", "info", "the traceback ran through Keras: its backend is what it shows", entry)]
     if version is None:
         return [Finding("env-keras", "rules-out", "Keras is not installed", entry)]
-    backend = facts["env"].get("KERAS_BACKEND") or facts.get("keras_config_backend") or "tensorflow"
-    facts_seen = {"keras": version, "backend": backend}
-    if backend != "torch":
-        return [Finding("env-keras", "rules-out", f"Keras {version} runs on {backend}, not torch", entry, facts_seen)]
+    named = facts["env"].get("KERAS_BACKEND") or facts.get("keras_config_backend")
+    facts_seen = {"keras": version, "backend": named or "unset"}
+    if named is None:
+        why = f"Keras {version}: no backend set in the shell or keras.json; the script may set KERAS_BACKEND itself"
+        return [Finding("env-keras", "could-not-check", why, entry, facts_seen)]
+    if named != "torch":
+        why = f"Keras {version} is set to {named} here, unless the script sets KERAS_BACKEND itself"
+        return [Finding("env-keras", "info", why, entry, facts_seen)]
     return [Finding("env-keras", "info", f"Keras {version} on the torch backend", facts=facts_seen)]

@@ -197,8 +197,9 @@ def _same(a: str, b: str) -> bool:
     return a == b or (a.split(":")[0] == b.split(":")[0] and (":" not in a or ":" not in b))
 
 
-def exported_findings(path: Path, env: dict[str, Any] | None) -> list[Finding]:
-    """Whether the program's graph pins devices, and whether they disagree with its weights or this machine."""
+def exported_findings(path: Path, env: dict[str, Any] | None, named: tuple[str, ...] = ()) -> list[Finding]:
+    """Whether the program's graph pins devices, and whether they disagree with the two devices the
+    error names (`named`), its weights or this machine."""
     try:
         program = read_program(path)
     except ExportedProgramError as exc:
@@ -212,7 +213,10 @@ def exported_findings(path: Path, env: dict[str, Any] | None) -> list[Finding]:
             _verdict("rules-out", "names no device and holds no tensor constants, so moving its weights moves all"),
         ]
     stray = sorted(d for d in pinned if not any(_same(d, w) for w in weights))
-    if weights and stray:
+    clash = _clash(pinned, named)
+    if clash:
+        findings.append(_verdict("confirms", clash))
+    elif weights and stray:
         findings.append(
             _verdict("confirms", f"pins {', '.join(stray)} in its graph while its weights are on {', '.join(weights)}")
         )
@@ -221,6 +225,20 @@ def exported_findings(path: Path, env: dict[str, Any] | None) -> list[Finding]:
         if why:
             findings.append(_verdict("confirms", why))
     return findings
+
+
+def _clash(pinned: set[str], named: tuple[str, ...]) -> str | None:
+    """The error names the pinned device and another one: the program ran elsewhere, its constants did not."""
+    if len(named) < 2:
+        return None
+    held = [d for d in named if any(p == d for p in pinned)]
+    others = [d for d in named if d not in held]
+    if not held or not others:
+        return None
+    return (
+        f"pins {_list(set(held))} in its graph, one of the devices the error names ({' and '.join(named)}): "
+        f"run on {', '.join(others)}, its baked-in tensors stayed on {', '.join(held)}"
+    )
 
 
 def _elsewhere(pinned: set[str], available: bool, count: int) -> str | None:

@@ -38,6 +38,7 @@ PROBES: dict[str, Probe] = {
         Probe("env-mps", "machine", "whether Apple's MPS backend is available"),
         Probe("env-libraries", "machine", "which placement libraries are installed: accelerate, bitsandbytes, ..."),
         Probe("env-keras", "machine", "the Keras version and KERAS_BACKEND"),
+        Probe("env-torch-version", "machine", "the PyTorch release, against bugs fixed in later ones"),
         Probe("default-device", "run", "torch.get_default_device() in the failing process"),
         Probe("current-device", "run", "torch.cuda.current_device() in the failing process"),
         Probe("user-frame-tensor-factories", "traceback", "tensor factories without device= in your failing functions"),

@@ -109,3 +109,26 @@ def test_files_that_are_not_checkpoints_could_not_be_checked(tmp_path):
         read_locations(text)
     (finding,) = checkpoint_findings(text, NO_GPU)
     assert finding.verdict == "could-not-check"
+
+
+def test_state_dicts_nested_in_a_trainer_are_found_by_their_shape(tmp_path):
+    """The layout of VAR-style trainers: weights and optimizer state two levels down, beside config."""
+    weights = {"blocks.0.attn.weight": torch.zeros(4, 4), "head.bias": torch.zeros(4)}  # 64 and 16 bytes
+    vae = {"decoder.weight": torch.zeros(2, 2)}  # 16 bytes
+    state = {0: {"exp_avg": torch.zeros(3), "exp_avg_sq": torch.zeros(3), "step": torch.tensor(5.0)}}
+    trainer = {
+        "var_wo_ddp": weights,
+        "vae_local": vae,
+        "var_opt": {"optim": {"state": state, "param_groups": [{"lr": 1e-4, "fused": True}]}, "scale": 1.0},
+    }
+    path = tmp_path / "ar-ckpt-last.pth"
+    with saved_on({64: "cuda:0", 16: "cuda:0", 12: "cpu", 4: "cpu"}):
+        torch.save({"epoch": 3, "trainer": trainer, "args": {"tblr": 1e-4}}, path)
+    assert read_locations(path) == {
+        "trainer.var_wo_ddp": {"cuda:0": 2},
+        "trainer.vae_local": {"cuda:0": 1},
+        "trainer.var_opt.optim.state": {"cpu": 2},
+        "trainer.var_opt.optim.state.step": {"cpu": 1},
+    }
+    findings = checkpoint_findings(path, ONE_GPU)
+    assert ("confirms", "optimizer-state-after-resume") in _verdicts(findings)

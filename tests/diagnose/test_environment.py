@@ -85,13 +85,43 @@ def test_missing_libraries_rule_out_their_entries(here):
     assert not _verdicts(with_accelerate, "accelerate-hooks-conflict")
 
 
-def test_keras_counts_only_on_the_torch_backend(here):
+def test_only_a_missing_keras_rules_keras_out_since_a_script_may_set_its_own_backend(here):
     def keras_verdicts(facts: dict) -> set[str]:  # env-cuda has its own say on this entry with one GPU
         return _verdicts([f for f in environment_findings(facts) if f.probe == "env-keras"], "keras-torch-dataparallel")
 
-    on_jax = {**here, "libraries": {"keras": "3.11.0"}, "env": {**here["env"], "KERAS_BACKEND": "jax"}}
-    assert keras_verdicts(on_jax) == {"rules-out"}
-    assert not keras_verdicts({**on_jax, "env": {**here["env"], "KERAS_BACKEND": "torch"}})
+    assert keras_verdicts({**here, "libraries": {}}) == {"rules-out"}
+    unset = {
+        **here,
+        "libraries": {"keras": "3.11.0"},
+        "env": {k: v for k, v in here["env"].items() if k != "KERAS_BACKEND"},
+    }
+    assert keras_verdicts({**unset, "keras_config_backend": None}) == {"could-not-check"}
+    assert not keras_verdicts({**unset, "env": {**unset["env"], "KERAS_BACKEND": "jax"}}) - {"info"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "shown"),
+    [("keras-torch-dataparallel", "Dense.call()"), ("accelerate-offloaded-model-moved", "/accelerate/")],
+)
+def test_a_probe_never_rules_out_what_the_traceback_shows_running(here, catalog, matcher, entry, shown):
+    """Real tracebacks from other machines ran through Keras or accelerate, neither installed here."""
+    example = next(e.traceback for e in catalog.get(entry).examples if shown in e.traceback)
+    findings = environment_findings({**here, "libraries": {}}, matcher.explain(example).evidence)
+    assert entry not in {e for f in findings if f.verdict == "rules-out" for e in f.entries}
+    assert entry in {
+        e for f in environment_findings({**here, "libraries": {}}) if f.verdict == "rules-out" for e in f.entries
+    }
+
+
+def test_old_torch_confirms_fused_step_counters_left_on_the_cpu(here, catalog, matcher):
+    fused = next(
+        e.traceback for e in catalog.get("optimizer-state-after-resume").examples if "fused_adam" in e.traceback
+    )
+    evidence = matcher.explain(fused).evidence
+    old = environment_findings({**here, "torch": "2.0.1+cu118"}, evidence)
+    assert ("confirms", "optimizer-state-after-resume") in {(f.verdict, e) for f in old for e in f.entries}
+    new = environment_findings({**here, "torch": "2.4.0"}, evidence)
+    assert "confirms" not in {f.verdict for f in new if f.probe == "env-torch-version"}
 
 
 def test_facts_that_could_not_be_read_cannot_be_checked():

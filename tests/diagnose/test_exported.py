@@ -117,6 +117,16 @@ def test_a_program_captured_on_cuda_confirms_only_where_cuda_is_missing(files):
     assert _verdicts(exported_findings(files["cuda"], ONE_GPU)) == set()
 
 
+def test_a_program_pinned_to_one_of_the_two_devices_the_error_names_confirms_on_any_machine(files):
+    """chai-lab#63's shape: captured on cuda:0, run on cuda:1 of a machine that has both."""
+    two_gpus = {**ONE_GPU, "device_count": 2}
+    assert _verdicts(exported_findings(files["cuda"], two_gpus)) == set()
+    pinned = exported_findings(files["cuda"], two_gpus, ("cuda:1", "cuda:0"))
+    assert ("confirms", ENTRY) in _verdicts(pinned)
+    assert "run on cuda:1, its baked-in tensors stayed on cuda:0" in pinned[-1].summary
+    assert _verdicts(exported_findings(files["cuda"], two_gpus, ("cuda:1", "cpu"))) == set()
+
+
 def test_a_program_that_names_no_device_rules_out_the_entry(files):
     assert read_program(files["plain"]).graph == {}
     assert _verdicts(exported_findings(files["plain"], ONE_GPU)) == {("rules-out", ENTRY)}
