@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from fixer.explain.parse import Frame, Traceback
@@ -50,7 +51,7 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
             continue
         if path not in texts:
             texts[path] = _lines(path)
-        refusal = _refusal(frame, texts[path])
+        refusal = _refusal(frame, texts[path]) or installed_package(path)
         if refusal is not None:
             skipped[path] = Skipped(frame.path, refusal)
             lines.pop(path, None)
@@ -72,6 +73,49 @@ def _existing(frame: Frame) -> Path | None:
         return path.resolve() if path.is_file() else None
     except (OSError, ValueError):  # a name too long for the system, a NUL byte
         return None
+
+
+def installed_package(path: Path) -> str | None:
+    """Why a file outside site-packages is still a library's, or None: installed with `pip --target`
+    (a `<package>-<version>.dist-info` beside its package folder), or the source tree of a library
+    installed in editable mode. The editable project the user works in (the current directory) is theirs."""
+    for folder in path.parents:
+        package = path.relative_to(folder).parts[0]
+        if package != path.name and _has_metadata(folder, package.replace("-", "_")):
+            return f"part of the installed package {package} (its metadata lies beside it), not your code"
+    project = Path.cwd().resolve()
+    if path.is_relative_to(project):
+        return None  # the project's own files; reading every installed distribution is not needed
+    for source, name in _editable_sources():
+        if path.is_relative_to(source) and not project.is_relative_to(source):
+            return f"part of {name}, installed in editable mode from {source}, not your code"
+    return None
+
+
+@cache
+def _has_metadata(folder: Path, package: str) -> bool:
+    try:
+        return any(folder.glob(f"{package}-*.dist-info"))  # an egg-info beside a package is setuptools' develop mode
+    except OSError:
+        return False
+
+
+@cache
+def _editable_sources() -> tuple[tuple[Path, str], ...]:
+    """(source folder, distribution) of every editable install this interpreter sees (PEP 610)."""
+    import json
+    from importlib import metadata
+
+    found = []
+    for dist in metadata.distributions():
+        try:
+            direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        except (OSError, ValueError):
+            continue
+        url = direct.get("url", "")
+        if direct.get("dir_info", {}).get("editable") and url.startswith("file://"):
+            found.append((Path(url.removeprefix("file://")).resolve(), dist.metadata["Name"] or "a package"))
+    return tuple(found)
 
 
 def _refusal(frame: Frame, text: list[str] | None) -> str | None:

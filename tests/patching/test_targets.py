@@ -74,3 +74,30 @@ def test_an_ipython_frame_is_checked_against_its_arrow_line(script):
 def test_a_path_no_file_can_have_is_ignored(script, path):
     located = locate(parse(_traceback(path)))
     assert (located.files, located.skipped) == ({}, ())
+
+
+def test_a_package_installed_with_pip_target_is_a_library_not_user_code(tmp_path, monkeypatch):
+    """`pip install --target vendor accelerate` puts accelerate-1.2.0.dist-info beside the package."""
+    module = tmp_path / "vendor" / "accelerate" / "hooks.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(SCRIPT)
+    (tmp_path / "vendor" / "accelerate-1.2.0.dist-info").mkdir()
+    monkeypatch.chdir(tmp_path)
+    located = locate(parse(_traceback(str(module))))
+    assert located.files == {}
+    assert "part of the installed package accelerate" in located.skipped[0].reason
+
+
+def test_the_source_of_an_editable_library_is_not_user_code_but_the_project_itself_is(tmp_path, monkeypatch):
+    library = tmp_path / "src" / "transformers" / "src" / "transformers" / "modeling_utils.py"
+    library.parent.mkdir(parents=True)
+    library.write_text(SCRIPT)
+    project = tmp_path / "project" / "train.py"
+    project.parent.mkdir()
+    project.write_text(SCRIPT)
+    editable = ((tmp_path / "src" / "transformers", "transformers"), (project.parent, "myproject"))
+    monkeypatch.setattr("fixer.patching.targets._editable_sources", lambda: editable)
+    monkeypatch.chdir(project.parent)
+    assert user_files(parse(_traceback(str(project)))) == {project: (5,)}
+    skipped = locate(parse(_traceback(str(library)))).skipped
+    assert "part of transformers, installed in editable mode" in skipped[0].reason
