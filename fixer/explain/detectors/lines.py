@@ -178,7 +178,10 @@ def tensor_attribute_in_arithmetic_on_line(line: Line) -> bool:
 
 
 def _plain_attribute(node: ast.expr) -> bool:
-    """`self.lim`, not `self.lim(...)`, `self.lim[0]`, `self.lim.weight` nor `self.dim`."""
+    """`self.lim` or a slice of it (`self.table[:n]`), not `self.lim(...)`, `self.lim[0]`, `self.lim.weight`
+    nor `self.dim`: an index may pick from a list, a slice of a table keeps it a tensor."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        node = node.value
     return (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)

@@ -181,16 +181,35 @@ def _is_empty_list(value: ast.expr) -> bool:
 def tensor_attribute_not_buffer(code: Code) -> Iterator[str]:
     for scope, cls in _classes(code):
         registered = _registered_buffers(cls)
-        for statement in syntax.all_statements(cls):
-            value = syntax.value_of(statement)
-            if value is None or isinstance(statement, ast.AugAssign) or _is_parameter(value):
-                continue
-            for target in syntax.assigned_names(statement):
-                if not target.startswith("self.") or target.count(".") != 1 or target[5:] in registered:
+        for method in (node for node in cls.body if isinstance(node, ast.FunctionDef)):
+            local: dict[str, ast.expr] = {}  # what each local name of the method was last bound to
+            for statement in syntax.all_statements(method):
+                value = syntax.value_of(statement)
+                if value is None or isinstance(statement, ast.AugAssign) or _is_parameter(value):
                     continue
-                made = next((f for call in syntax.calls(value) if (f := syntax.factory(call, scope.names))), None)
-                if made and not syntax.placed(value):
-                    yield f"{scope.where(statement)}: `{target} = torch.{made}(...)` is a plain attribute, not a buffer"
+                for target in syntax.assigned_names(statement):
+                    if "." not in target:
+                        local[target] = value
+                        continue
+                    if not target.startswith("self.") or target.count(".") != 1 or target[5:] in registered:
+                        continue
+                    made = _made_by_factory(value, local, scope.names)
+                    if made and not syntax.placed(value):
+                        where = scope.where(statement)
+                        yield f"{where}: `{target}` holds a tensor made by torch.{made}(...) as a plain attribute"
+
+
+def _made_by_factory(value: ast.expr, local: dict[str, ast.expr], names: dict[str, str], depth: int = 3) -> str | None:
+    """The torch factory a value is made by, directly or through the method's own local names
+    (`steps = torch.arange(n)`, then `self.table = torch.sin(steps / rate)`)."""
+    made = next((f for call in syntax.calls(value) if (f := syntax.factory(call, names))), None)
+    if made is not None or depth == 0:
+        return made
+    for read in (n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in local):
+        made = _made_by_factory(local[read], local, names, depth - 1)
+        if made is not None:
+            return made
+    return None
 
 
 def _registered_buffers(cls: ast.ClassDef) -> set[str]:
