@@ -64,10 +64,14 @@ def test_codemod_output(case: Path):
 
 
 _EXECUTED = [c for c in CASES if _expected(c).exists()]
+# A case whose error only an older PyTorch raises says so on its first line; its loop runs in the others.
+_NEEDS_OLD_TORCH = "# fixer: needs torch<2.1"
 
 
 @pytest.mark.parametrize("case", _EXECUTED, ids=_ids(_EXECUTED))
 def test_original_fails_with_the_entry_error_and_patched_code_runs(case: Path, catalog, matcher):
+    if case.read_text().startswith(_NEEDS_OLD_TORCH):
+        pytest.skip("the error it fixes is raised only by PyTorch before 2.1 (pytorch#103256)")
     codemod_id = case.parent.name
     entries = {e.id for e in catalog if e.fix.codemod == codemod_id}
     assert entries, f"no KB entry names {codemod_id}"

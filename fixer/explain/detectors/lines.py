@@ -125,8 +125,13 @@ def _line_detector(
     libraries=True,
 )
 def optimizer_state_on_line(line: Line) -> bool:
+    """`optimizer.step()`, or a step that takes the optimizer (`scaler.step(optimizer)`, as AMP does)."""
     steps = any(
-        _last(_callee(c)) == "step" and _OPTIMIZER_WORDS.fullmatch(_callee(c).removesuffix(".step"))
+        _last(_callee(c)) == "step"
+        and any(
+            _OPTIMIZER_WORDS.fullmatch(name)
+            for name in (_callee(c).removesuffix(".step"), *(syntax.dotted(a) or "" for a in c.args))
+        )
         for c in _calls(line)
     )
     return bool(_names(line) & _OPTIMIZER_STATE or steps or _STATE_KEY.search(line.code))

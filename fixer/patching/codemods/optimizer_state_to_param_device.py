@@ -16,6 +16,12 @@ its own parameter's device, with `load_state_dict`'s rule for `step` (moved only
 capturable optimizers). Nothing else moves; a block that already touches `<optimizer>.state` after
 the restore is left alone.
 
+A restore in a file that moves no model at all (a trainer's `load_state_dict` helper, as in VAR,
+whose model was placed elsewhere before it) gets the loop right after the restore: the state then
+follows wherever the parameters are at that point. Before PyTorch 2.1, `load_state_dict` left a
+fused or capturable optimizer's `step` counters on the CPU even then (pytorch#103256); on later
+releases the loop finds everything in place and moves nothing.
+
 Safety, per patch: for an optimizer the file binds to a `torch.optim` class the loop does what
 `load_state_dict` would have done had the model been moved first, so training continues with the
 same values: safe. An optimizer recognised only by its name could be one that keeps its state on
@@ -45,7 +51,10 @@ for {group} in {opt}.param_groups:
             if isinstance({value}, {torch}.Tensor) and ({key} != "step" or {moves_step}):
                 {param_state}[{key}] = {value}.to({param}.device)
 """
-_COMMENT = "# the optimizer state was restored before the move: put it on each parameter's device"
+_AFTER_MOVE = "# the optimizer state was restored before the move: put it on each parameter's device"
+_AFTER_RESTORE = (
+    "# put the restored state on each parameter's device (before torch 2.1, fused step counters stayed behind)"
+)
 
 
 class OptimizerStateToParamDevice(Codemod):
@@ -90,9 +99,11 @@ class OptimizerStateToParamDevice(Codemod):
         after: dict[int, list[cst.BaseStatement]] = {}
         for i, statement in enumerate(body):
             for optimizer in _restored(statement, self._is_optimizer):
-                j = _last_move(body, i, optimizer, self._survey.models.get(optimizer, set()))
+                j, comment = _last_move(body, i, optimizer, self._survey.models.get(optimizer, set())), _AFTER_MOVE
+                if j is None and not self._survey.moves_a_model and not _handled(body, i, optimizer):
+                    j, comment = i, _AFTER_RESTORE  # a file that places no model: follow the parameters now
                 if j is not None:
-                    after.setdefault(j, []).append(self._loop(optimizer))
+                    after.setdefault(j, []).append(self._loop(optimizer, comment))
                     self._judge_optimizer(optimizer)
         fixed: list[cst.BaseStatement] = []
         for i, statement in enumerate(body):
@@ -108,11 +119,10 @@ class OptimizerStateToParamDevice(Codemod):
                 "unsafe", f"`{optimizer}` is taken for an optimizer by its name; one may keep its state elsewhere"
             )
 
-    def _loop(self, optimizer: str) -> cst.BaseStatement:
+    def _loop(self, optimizer: str, comment: str) -> cst.BaseStatement:
         names = {n: self._fresh(n) for n in ("group", "moves_step", "param", "param_state", "key", "value")}
         loop = cst.parse_statement(_LOOP.format(opt=optimizer, torch=self._survey.torch, **names))
-        comment = cst.EmptyLine(comment=cst.Comment(_COMMENT))
-        return loop.with_changes(leading_lines=[comment])
+        return loop.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(comment))])
 
     def _fresh(self, name: str) -> str:
         while name in self._survey.names:
@@ -131,6 +141,10 @@ class _Survey(cst.CSTVisitor):
         self.others: set[str] = set()
         self.names: set[str] = set()
         self.torch: str | None = None
+        self.moves_a_model = False  # any statement of the file moves a module with .to()/.cuda()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.moves_a_model = self.moves_a_model or _moved_model(node) is not None
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
@@ -195,6 +209,11 @@ def _restored(statement: cst.BaseStatement, is_optimizer: Callable[[str], bool])
     if not isinstance(statement, _SCOPES):
         statement.visit(Finder())
     return found
+
+
+def _handled(body: Sequence[cst.BaseStatement], restore: int, optimizer: str) -> bool:
+    """The code already moves `optimizer.state` itself after the restore."""
+    return any(_uses(statement, optimizer, "state") for statement in body[restore:])
 
 
 def _last_move(body: Sequence[cst.BaseStatement], restore: int, optimizer: str, models: set[str]) -> int | None:
