@@ -87,6 +87,9 @@ def program_moved_after_capture(code: Code) -> Iterator[str]:
                 for target in syntax.assigned_names(statement):
                     programs[target] = statement.lineno
             for call in syntax.calls(statement):
+                helper = _helper_that_moves_a_program(call, scope)
+                if helper is not None:
+                    yield f"{scope.where(call)}: `{helper}()` loads a captured program and moves it"
                 if not isinstance(call.func, ast.Attribute) or call.func.attr not in ("to", "cuda"):
                     continue
                 receiver = call.func.value
@@ -95,6 +98,26 @@ def program_moved_after_capture(code: Code) -> Iterator[str]:
                     yield f"{scope.where(call)}: `{name}`, captured at line {programs[name]}, is moved"
                 elif isinstance(receiver, ast.Call) and _captures(receiver, scope):
                     yield f"{scope.where(call)}: a captured program is moved as it is loaded"
+
+
+def _helper_that_moves_a_program(call: ast.Call, scope: Scope) -> str | None:
+    """`load_exported(path, device)`, a function of this file whose return value is a captured program
+    moved with .to()/.cuda(): the move happens outside the frames the traceback shows."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    function = next((n for n in scope.module.body if isinstance(n, ast.FunctionDef) and n.name == call.func.id), None)
+    if function is None:
+        return None
+    for node in ast.walk(function):
+        value = node.value if isinstance(node, ast.Return) else None
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("to", "cuda")
+            and _captures(value.func.value, scope)
+        ):
+            return function.name
+    return None
 
 
 def _captures(value: ast.expr, scope: Scope) -> bool:
