@@ -49,9 +49,12 @@ def read_machine(timeout: float = TIMEOUT_S) -> dict[str, Any] | str:
     return facts
 
 
-def environment_findings(facts: dict[str, Any] | str, evidence: Evidence | None = None) -> list[Finding]:
+def environment_findings(
+    facts: dict[str, Any] | str, evidence: Evidence | None = None, *, elsewhere: bool = False
+) -> list[Finding]:
     """Verdicts from the machine's facts (or why they could not be read), sharpened by what the
-    traceback names when there is one."""
+    traceback names when there is one. `elsewhere`: the traceback came from another machine (none of
+    its files is here), so what this one lacks rules nothing out."""
     if isinstance(facts, str):
         return [Finding("env-torch-build", "could-not-check", facts)]
     if not facts.get("torch"):
@@ -70,8 +73,8 @@ def environment_findings(facts: dict[str, Any] | str, evidence: Evidence | None 
         *_distributed(facts, count),
         *_mps(facts),
         *_torch_version(facts, evidence),
-        *_libraries(facts, ran_through(evidence)),
-        *_keras(facts, ran_through(evidence)),
+        *_libraries(facts, ran_through(evidence), elsewhere=elsewhere),
+        *_keras(facts, ran_through(evidence), elsewhere=elsewhere),
     ]
 
 
@@ -189,7 +192,7 @@ def _mps(facts: dict[str, Any]) -> list[Finding]:
     return [Finding("env-mps", "info", f"Apple's MPS backend is {'available' if available else 'not available'}")]
 
 
-def _libraries(facts: dict[str, Any], proven: frozenset[str]) -> list[Finding]:
+def _libraries(facts: dict[str, Any], proven: frozenset[str], *, elsewhere: bool) -> list[Finding]:
     """A library missing here rules its causes out only when the traceback does not show it running:
     a traceback pasted from another machine proves what ran there."""
     versions: dict[str, str] = facts.get("libraries") or {}
@@ -198,15 +201,15 @@ def _libraries(facts: dict[str, Any], proven: frozenset[str]) -> list[Finding]:
     for library, entries in (("accelerate", _ACCELERATE_ENTRIES), ("bitsandbytes", ("bnb-quantized-model-to",))):
         if library in versions:
             continue
-        if library in proven:
-            why = f"{library} is not installed here, but the traceback ran through it: it comes from another machine"
+        if library in proven or elsewhere:
+            why = f"{library} is not installed here, but the traceback comes from another machine"
             findings.append(Finding("env-libraries", "info", why, entries))
         else:
             findings.append(Finding("env-libraries", "rules-out", f"{library} is not installed", entries))
     return findings
 
 
-def _keras(facts: dict[str, Any], proven: frozenset[str]) -> list[Finding]:
+def _keras(facts: dict[str, Any], proven: frozenset[str], *, elsewhere: bool) -> list[Finding]:
     """The shell's KERAS_BACKEND and keras.json say how a script run from here starts, but a script may
     set the backend in code (`os.environ["KERAS_BACKEND"] = "torch"` before the import): only a
     backend named by both and not contradicted by the traceback's frames rules the cause out."""
@@ -215,6 +218,10 @@ def _keras(facts: dict[str, Any], proven: frozenset[str]) -> list[Finding]:
     if "keras" in proven:
         return [Finding("env-keras", "info", "the traceback ran through Keras: its backend is what it shows", entry)]
     if version is None:
+        if elsewhere:
+            return [
+                Finding("env-keras", "info", "Keras is not installed here; the traceback comes from elsewhere", entry)
+            ]
         return [Finding("env-keras", "rules-out", "Keras is not installed", entry)]
     named = facts["env"].get("KERAS_BACKEND") or facts.get("keras_config_backend")
     facts_seen = {"keras": version, "backend": named or "unset"}

@@ -133,3 +133,16 @@ def test_a_machine_without_torch_cannot_be_checked():
     findings = environment_findings({"torch": None, "torch_error": "ModuleNotFoundError: No module named 'torch'"})
     assert [f.verdict for f in findings] == ["could-not-check"]
     assert "No module named 'torch'" in findings[0].summary
+
+
+def test_a_traceback_from_another_machine_is_not_ruled_out_by_what_this_one_lacks(here):
+    lacking = {**here, "libraries": {}}
+    ruled_here = {e for f in environment_findings(lacking) if f.verdict == "rules-out" for e in f.entries}
+    assert {"accelerate-hooks-conflict", "bnb-quantized-model-to", "keras-torch-dataparallel"} <= ruled_here
+    elsewhere = environment_findings(lacking, elsewhere=True)
+    assert not {
+        e
+        for f in elsewhere
+        if f.verdict == "rules-out" and f.probe in ("env-libraries", "env-keras")
+        for e in f.entries
+    }

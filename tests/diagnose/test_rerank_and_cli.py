@@ -98,3 +98,18 @@ def test_diagnose_names_the_probes_it_could_not_run_here(tmp_path):
     trace.write_text(ORDINAL + "\n")
     out = json.loads(_fixer("diagnose", "--traceback", str(trace), "--json").stdout)
     assert "--checkpoint PATH" in out["not_checked"]["checkpoint-devices"]
+
+
+def test_diagnose_treats_a_traceback_whose_files_are_elsewhere_as_another_machines(tmp_path):
+    """Lightning-AI/pytorch-lightning#19731's fragment: its torch lives on the reporter's machine."""
+    trace = tmp_path / "crash.log"
+    trace.write_text(
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and "
+        "cuda:0! (when checking argument for argument index in method wrapper_CUDA__index_select)\n\n"
+        '  File "/home/root/miniforge3/envs/torch2/lib/python3.9/site-packages/torch/nn/functional.py", line 2233, '
+        "in embedding\n    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)\n"
+    )
+    done = _fixer("diagnose", "--traceback", str(trace), "--json")
+    findings = json.loads(done.stdout)["findings"]
+    libraries = [f for f in findings if f["probe"] == "env-libraries" and f["entries"]]
+    assert libraries and all(f["verdict"] == "info" and "another machine" in f["summary"] for f in libraries)
