@@ -50,6 +50,7 @@ class Culprit:
     model_device: str | None
     registered: bool = True  # False for a layer the model calls but keeps in a plain list or dict
     loss: bool = False
+    hook_device: str | None = None  # where an accelerate hook on the module runs it, when one does
 
     def describe(self) -> str:
         own = "; ".join(f"{name} on {device}" for name, device in self.own.items()) or "no own tensors"
@@ -81,7 +82,17 @@ class _Watch:
         counts = Counter(str(p.device) for p in root.parameters())
         main = counts.most_common(1)[0][0] if counts and module is not root else None
         loss = isinstance(module, nn.modules.loss._Loss)
-        return Culprit(path, type(module).__name__, own, inputs, main, registered, loss)
+        return Culprit(path, type(module).__name__, own, inputs, main, registered, loss, _hook_device(module))
+
+
+def _hook_device(module: nn.Module) -> str | None:
+    """The execution device of accelerate's hook on the module (`_hf_hook`, or one of a SequentialHook's)."""
+    hook = getattr(module, "_hf_hook", None)
+    for candidate in (hook, *getattr(hook, "hooks", ())):
+        device = getattr(candidate, "execution_device", None)
+        if device is not None:
+            return str(torch.device(device) if isinstance(device, int | str) else device)
+    return None
 
 
 def _path_in(root: nn.Module, module: nn.Module) -> tuple[str, bool]:
@@ -103,6 +114,8 @@ def culprit_findings(culprit: Culprit) -> list[Finding]:
     """What the failing module's devices say: a loss's own weights, a layer the model never registered,
     a late-added layer, or inputs that were never moved."""
     own, inputs, model = set(culprit.own.values()), set(culprit.inputs.values()), culprit.model_device
+    if culprit.hook_device is not None:
+        return _hook_findings(culprit, own - {"meta"}, inputs)  # offloaded weights wait on meta for the hook
     if culprit.loss and own and inputs and own != inputs:
         kept, given = ", ".join(sorted(own)), ", ".join(sorted(inputs))
         why = f"the loss ({culprit.kind}) keeps tensors on {kept}, its inputs are on {given}"
@@ -121,6 +134,21 @@ def culprit_findings(culprit: Culprit) -> list[Finding]:
         entry = "model-not-moved" if own == {"cpu"} else "inputs-not-moved"
         return [Finding("module-devices", "confirms", why, (entry,))]
     return []
+
+
+def _hook_findings(culprit: Culprit, own: set[str], inputs: set[str]) -> list[Finding]:
+    """An accelerate hook moves the module's inputs (and offloaded weights) to its execution device
+    before each call: weights or inputs found elsewhere there mean something else placed them after it."""
+    hook, where = culprit.hook_device, f"accelerate's hook runs `{culprit.path}` on {culprit.hook_device}"
+    if own and own != {hook}:
+        why = f"{where}, but its weights are on {', '.join(sorted(own))}: something moved them behind the hook"
+    elif inputs and inputs != {hook}:
+        why = (
+            f"{where}, yet its inputs reached it on {', '.join(sorted(inputs))}: the hook did not run or was overruled"
+        )
+    else:
+        return []
+    return [Finding("accelerate-hooks", "confirms", why, ("accelerate-hooks-conflict",))]
 
 
 def _from_script(tb: TracebackType | None, script: str) -> TracebackType | None:

@@ -373,3 +373,27 @@ def test_the_explainer_gets_the_start_of_each_line_and_a_bounded_number_of_lines
     assert text is not None and "RuntimeError: Expected all tensors to be on the same device" in text
     lines = text.splitlines()
     assert max(map(len, lines)) <= textio.MAX_LINE_CHARS and len(lines) <= 2 * textio.TAIL_LINES
+
+
+# What accelerate's AlignDevicesHook exposes and the check reads: its execution device. The stand-in
+# has no accelerate behind it, so it moves nothing, as a hook that something else overrules.
+HOOKED_WEIGHTS_MOVED = """\
+import torch
+
+class AlignDevicesHook:
+    execution_device = torch.device("meta")
+
+layer = torch.nn.Linear(4, 4)  # a trainer put the weights back on the CPU behind the hook
+layer._hf_hook = AlignDevicesHook()
+layer(torch.randn(3, 4, device="meta"))
+"""
+
+
+def test_an_accelerate_hook_is_compared_with_its_modules_weights(tmp_path: Path) -> None:
+    script = tmp_path / "serve.py"
+    script.write_text(HOOKED_WEIGHTS_MOVED)
+    outcome = run(str(script), [])
+    assert outcome.culprit is not None and outcome.culprit.hook_device == "meta"
+    (finding,) = [f for f in outcome.findings if f.probe == "accelerate-hooks" and f.verdict == "confirms"]
+    assert finding.entries == ("accelerate-hooks-conflict",)
+    assert "runs `<model>` on meta, but its weights are on cpu" in finding.summary
