@@ -494,6 +494,28 @@ class PlannedCodemod(Codemod):
     def before(self, node: cst.CSTNode) -> Before:
         return Before(node, self.parents, self)
 
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        while (parent := self.parents.get(id(node))) is not None:
+            if isinstance(parent, cst.FunctionDef):
+                return parent
+            node = parent
+        return None
+
+    def received(self, node: cst.CSTNode, before: Before, name: str) -> cst.Param | None:
+        """The parameter `name` of the function holding `node`, when nothing rebinds it before `node`:
+        an object the caller made, whose making this function cannot see."""
+        function = self.enclosing_function(node)
+        if function is None or "." in name:
+            return None
+        params = function.params
+        param = next(
+            (p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name), None
+        )
+        bound = before.binding(name)
+        if param is None or bound is None or bound.value is not None or bound.line != self.line_of(function):
+            return None
+        return param
+
     # --- writing -------------------------------------------------------------------------------------
 
     def insert(self, spot: Spot, *statements: cst.BaseStatement) -> None:

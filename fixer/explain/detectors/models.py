@@ -24,17 +24,72 @@ _DEFAULT_DEVICE = frozenset({"set_default_device", "set_default_tensor_type"})
     finds="the code moves data to a device, but the model the failing line calls is never moved",
 )
 def model_never_moved(code: Code) -> Iterator[str]:
-    for scope in code.scopes:
-        if not _moves_something(scope) or _sets_a_default_device(scope):
-            continue
-        moved = scope.moved_before
+    for index, scope in enumerate(code.scopes):
         for call in scope.failing_calls:
             model = syntax.callee(call)
-            if model is None or model in moved or not (call.args or call.keywords):
+            if model is None or not (call.args or call.keywords):
                 continue
-            made = _made_as_model(scope, model)
-            if made is not None:
-                yield f"{scope.where(made)}: `{model}` is built here and never moved with .to()/.cuda()"
+            if _moves_something(scope) and not _sets_a_default_device(scope) and model not in scope.moved_before:
+                made = _made_as_model(scope, model)
+                if made is not None:
+                    yield f"{scope.where(made)}: `{model}` is built here and never moved with .to()/.cuda()"
+                    continue
+            if not _inside_a_loss(code):
+                yield from _passed_down_unmoved(code.scopes, index, model, scope.where(call))
+
+
+def _inside_a_loss(code: Code) -> bool:
+    """The error is raised inside torch's loss modules: what the failing line calls is a loss, not a model."""
+    return any(
+        line.library and line.library.startswith("torch") and line.where.startswith("loss.py:") for line in code.lines
+    )
+
+
+def _passed_down_unmoved(scopes: tuple[Scope, ...], index: int, name: str, called_at: str) -> Iterator[str]:
+    """The model the failing line calls is a parameter: follow it out through the frames that passed
+    it (`soft_targets(teacher, images)` ← `distill(student, teacher, ...)`) to where it was built, and
+    report it when it was never moved there while other things were."""
+    start = index
+    while index + 1 < len(scopes):
+        function = scopes[index].function
+        argument = _passed_for(scopes[index + 1], function, name) if function is not None else None
+        if argument is None:
+            return
+        name, index = argument, index + 1
+        outer = scopes[index]
+        if name in outer.moved_before:
+            return
+        built = [s for s in outer.before if name in syntax.assigned_names(s)]
+        if built and index > start:
+            value = syntax.value_of(built[-1])
+            if (
+                len(built) == 1
+                and isinstance(value, ast.Call)
+                and not _PLACES_ITSELF.search(ast.unparse(value))
+                and _moves_something(outer)
+                and not _sets_a_default_device(outer)
+            ):
+                yield f"{outer.where(built[0])}: `{name}` is built here, never moved, and called at {called_at}"
+            return
+
+
+def _passed_for(caller: Scope, function: syntax.Function, parameter: str) -> str | None:
+    """The name the caller's failing line passes for `parameter` of `function`, if it calls it."""
+    params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if parameter not in params and parameter not in {a.arg for a in function.args.kwonlyargs}:
+        return None
+    for call in caller.failing_calls:
+        callee = syntax.dotted(call.func) or ""
+        if callee.rsplit(".", 1)[-1] != function.name:
+            continue
+        offset = 1 if "." in callee and params[:1] == ["self"] else 0
+        for keyword in call.keywords:
+            if keyword.arg == parameter:
+                return syntax.dotted(keyword.value)
+        position = params.index(parameter) - offset if parameter in params else -1
+        if 0 <= position < len(call.args):
+            return syntax.dotted(call.args[position])
+    return None
 
 
 def _moves_something(scope: Scope) -> bool:

@@ -70,7 +70,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
         asked = self._received_model(call, before, owner)
         if asked is None:
             return False
-        function = self._enclosing_function(call)
+        function = self.enclosing_function(call)
         assert function is not None  # a received model is a parameter of one
         used = {node.value for node in walk(function) if isinstance(node, cst.Name)}
         name = next(n for n in ("device", f"{owner}_device", f"_{owner}_device") if n not in used)
@@ -80,30 +80,17 @@ class MoveInputsToModelDevice(PlannedCodemod):
 
     def _received_model(self, call: cst.Call, before: Before, owner: str) -> cst.BaseExpression | None:
         """`next(model.parameters()).device` for a module the enclosing function receives and never rebinds."""
-        function = self._enclosing_function(call)
-        if function is None or "." in owner:
-            return None
-        params = function.params
-        param = next(
-            (p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == owner), None
-        )
-        bound = before.binding(owner)
-        if param is None or bound is None or bound.value is not None or bound.line != self.line_of(function):
+        param = self.received(call, before, owner)
+        function = self.enclosing_function(call)
+        if param is None or function is None:
             return None
         if not (_annotated_module(param) or _used_as_module(function, owner) or _MODULE_NAME.search(owner)):
             return None
         return cst.parse_expression(f"next({owner}.parameters()).device")
 
-    def _enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        while (parent := self.parents.get(id(node))) is not None:
-            if isinstance(parent, cst.FunctionDef):
-                return parent
-            node = parent
-        return None
-
     def _read_later(self, names: set[str], statement: cst.BaseStatement) -> str | None:
         """A rebound name that code after the failing statement reads, in its function (or module)."""
-        scope: cst.CSTNode = self._enclosing_function(statement) or self._module_of(statement)
+        scope: cst.CSTNode = self.enclosing_function(statement) or self._module_of(statement)
         end = self.get_metadata(PositionProvider, statement).end.line
         for node in walk(scope):
             if isinstance(node, cst.Name) and node.value in names and self.line_of(node) > end:

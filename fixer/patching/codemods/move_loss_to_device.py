@@ -9,6 +9,10 @@ tensor as a buffer, so the patch moves the loss object: `.to(<that device>)` is 
 construction when the device expression already exists there, otherwise `criterion.to(<device>)` is
 inserted once both exist, before the failing statement.
 
+A loss the failing function receives as a parameter (`def evaluate(model, criterion, ...)`), built by
+a caller it cannot see, is moved in place with `criterion.to(<device of its inputs>)` right before the
+failing statement.
+
 Safe: only where the loss's own tensor lives changes, to the device the failing call already feeds it
 from, so the loss computes the same values; a loss with CPU weights cannot be applied to those inputs
 at all. Nothing changes when the loss holds no tensor, when it (or its weight) was moved or created on
@@ -20,7 +24,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fixer.patching.base import dotted, module_constructor
-from fixer.patching.flow import Device, PlannedCodemod, device_move, keyword, literal, statement
+from fixer.patching.flow import Before, Device, PlannedCodemod, device_move, keyword, literal, statement
 
 _WEIGHTS = ("weight", "pos_weight")
 # losses whose first positional parameter is the class-weight tensor
@@ -41,6 +45,8 @@ class MoveLossToDevice(PlannedCodemod):
         if loss is None:
             return False
         before = self.before(call)
+        if before.statement is not None and self.received(call, before, loss) is not None:
+            return self._move_received(call, before, loss)
         built = before.binding(loss)
         if before.statement is None or built is None or before.moved(loss) is not None:
             return False
@@ -60,6 +66,17 @@ class MoveLossToDevice(PlannedCodemod):
         if spot is None:
             return False
         self.insert(spot, statement(cst.Expr(device.move(cst.parse_expression(loss)))))
+        self.judge("safe", _SAME_LOSS)
+        return True
+
+    def _move_received(self, call: cst.Call, before: Before, loss: str) -> bool:
+        """A loss the function receives (`def evaluate(model, criterion, ...)`), built by its caller:
+        moved in place where its inputs are, right before the failing statement. For a loss without
+        tensors of its own `.to()` moves nothing."""
+        device = next((found for arg in call.args if (found := before.device_of(arg.value)) is not None), None)
+        if device is None or before.statement is None:
+            return False
+        self.insert(("before", before.statement), statement(cst.Expr(device.move(cst.parse_expression(loss)))))
         self.judge("safe", _SAME_LOSS)
         return True
 
