@@ -43,23 +43,21 @@ def _entry_of(codemod: str, catalog: Catalog) -> str:
     return next(e.id for e in sorted(catalog, key=lambda e: e.id) if e.fix.codemod == codemod)
 
 
-def _piped_and_applied(tmp_path: Path, source: bytes, entry: str) -> tuple[bytes, bytes, str]:
-    """The file after `fixer patch | git apply`, the file after `--apply`, and patch's stderr."""
+def _piped_and_applied(
+    tmp_path: Path, source: bytes, entry: str, capfd: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
+) -> tuple[bytes, bytes, str]:
+    """The file after `fixer patch > fix.diff; git apply fix.diff`, the file after `--apply`, and the
+    commentary patch wrote on stderr. stdout is a captured file descriptor, as in a pipe, at 40 columns."""
+    monkeypatch.setenv("COLUMNS", "40")
+    for name in ("NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
     piped = _repo(tmp_path / "piped", "train.py", source)
     log = tmp_path / "crash.log"
     log.write_text(_traceback(piped))
-    env = {**os.environ, "COLUMNS": "40", "TERM": "xterm-256color"}
-    env.pop("NO_COLOR", None)
-    env.pop("FORCE_COLOR", None)
-    shown = subprocess.run(
-        [sys.executable, "-m", "fixer", "patch", "--entry", entry, str(log)],
-        cwd=piped.parent,
-        env=env,
-        capture_output=True,
-        timeout=120,
-    )
-    assert shown.returncode == 0, shown.stderr.decode()
-    (tmp_path / "fix.diff").write_bytes(shown.stdout)
+    monkeypatch.chdir(piped.parent)
+    assert main(["patch", "--entry", entry, str(log)]) == 0
+    shown = capfd.readouterr()
+    (tmp_path / "fix.diff").write_bytes(shown.out)
     subprocess.run([GIT, "apply", str(tmp_path / "fix.diff")], cwd=piped.parent, check=True, capture_output=True)
 
     applied = _repo(tmp_path / "applied", "train.py", source)
@@ -67,23 +65,24 @@ def _piped_and_applied(tmp_path: Path, source: bytes, entry: str) -> tuple[bytes
     assert (
         main(["patch", "--entry", entry, "--apply", "--yes", "--unsafe", "--root", str(applied.parent), str(log)]) == 0
     )
-    return piped.read_bytes(), applied.read_bytes(), shown.stderr.decode()
+    return piped.read_bytes(), applied.read_bytes(), shown.err.decode()
 
 
 @pytest.mark.parametrize("case", CHANGED, ids=[f"{c.parent.name}/{c.name[:-6]}" for c in CHANGED])
-def test_the_piped_diff_applies_to_exactly_what_apply_writes(case, catalog, tmp_path, capsys):
+def test_the_piped_diff_applies_to_exactly_what_apply_writes(case, catalog, tmp_path, capfdbinary, monkeypatch):
     entry = _entry_of(case.parent.name, catalog)
-    piped, applied, note = _piped_and_applied(tmp_path, case.read_bytes(), entry)
+    piped, applied, note = _piped_and_applied(tmp_path, case.read_bytes(), entry, capfdbinary, monkeypatch)
     expected = case.with_name(case.name.replace(".in.py", ".out.py")).read_bytes()
     assert piped == applied == expected
     assert case.parent.name in " ".join(note.split()), "the heading belongs on stderr"
 
 
-def test_crlf_and_a_missing_last_newline_survive_the_pipe(catalog, tmp_path, capsys):
+def test_crlf_and_a_missing_last_newline_survive_the_pipe(catalog, tmp_path, capfdbinary, monkeypatch):
     """Line endings are the file's own, and a last line without a newline gets git's marker."""
     case = FIXTURES / "move-loss-to-device" / "class_weights_from_counts.in.py"
     source = case.read_bytes().rstrip(b"\n").replace(b"\n", b"\r\n")
-    piped, applied, _ = _piped_and_applied(tmp_path, source, _entry_of("move-loss-to-device", catalog))
+    entry = _entry_of("move-loss-to-device", catalog)
+    piped, applied, _ = _piped_and_applied(tmp_path, source, entry, capfdbinary, monkeypatch)
     assert piped == applied
     assert applied.count(b"\r\n") == applied.count(b"\n") and not applied.endswith(b"\n")
     assert applied != source
