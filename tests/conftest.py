@@ -30,6 +30,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"needs two CUDA devices, this machine has {gpus}"))
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records of applied patches go to a directory of each test's own, never to the user's cache."""
+    monkeypatch.setenv("FIXER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return load(ROOT / "kb", strict=True)

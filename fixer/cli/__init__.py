@@ -124,9 +124,9 @@ def _dispatch(argv: list[str]) -> int:
             text, top=args.top, as_json=args.json, passthrough=False, no_input=args.no_input, color=args.color
         )
     if args.command == "patch":
-        from fixer.cli.patch import patch
+        from fixer.cli.patch import patch, revert
 
-        return patch(read_input(args.file, passthrough=False), args)
+        return revert(args) if args.revert else patch(read_input(args.file, passthrough=False), args)
     if args.command == "diagnose":
         from fixer.cli.diagnose import diagnose
 

@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --apply: the project whose files may be written (default: the current directory)",
     )
     patch.add_argument("--entry", metavar="ID", help="use this KB entry's fix instead of the best match")
+    patch.add_argument(
+        "--revert",
+        action="store_true",
+        help="undo the last --apply in the project (--root), in files unchanged since; reads no traceback",
+    )
     patch.add_argument("--json", action="store_true", help="the patches as JSON")
 
     diagnose = commands.add_parser(

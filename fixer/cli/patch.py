@@ -99,14 +99,59 @@ def _apply(patches: list[Patch], root: Path, *, yes: bool, unsafe: bool) -> int:
     if not yes and not _consent(chosen):
         print("fixer: nothing written", file=sys.stderr)
         return NOT_APPLIED
+    written: list[Patch] = []
     for patch in chosen:
         try:
             apply(patch, root)
         except PatchError as exc:
             print(f"fixer: {exc}", file=sys.stderr)
+            _remember(written, root)
             return NOT_APPLIED
+        written.append(patch)
         print(f"fixer: patched {patch.path}", file=sys.stderr)
+    _remember(written, root)
     return OK if not skipped else NOT_APPLIED
+
+
+def _remember(written: list[Patch], root: Path) -> None:
+    """Keep the way back; a cache that cannot be written costs the undo, not the patch."""
+    if not written:
+        return
+    from fixer.patching import journal
+
+    try:
+        journal.record(written, root)
+    except OSError as exc:
+        print(f"fixer: could not keep a record to revert with ({exc.strerror or exc})", file=sys.stderr)
+        return
+    print("fixer: to undo: fixer patch --revert", file=sys.stderr)
+
+
+def revert(args: argparse.Namespace) -> int:
+    """Undo the project's last applied run, all of it or nothing: a file edited since keeps the edit."""
+    from fixer.patching import journal
+    from fixer.patching.apply import PatchError, apply
+
+    root = _root(args.root)
+    record = journal.latest(root)
+    if record is None:
+        raise CliError(f"nothing to revert: fixer has no applied patch on record for {root.resolve()}", NO_MATCH)
+    try:
+        undo = [written.undo() for written in record.written]
+    except journal.Unrevertable as exc:
+        raise CliError(str(exc), NOT_APPLIED) from None
+    if not args.yes and not _consent(undo):
+        print("fixer: nothing written", file=sys.stderr)
+        return NOT_APPLIED
+    for patch in undo:
+        try:
+            apply(patch, root)
+        except PatchError as exc:
+            print(f"fixer: {exc}", file=sys.stderr)
+            return NOT_APPLIED
+        print(f"fixer: reverted {patch.path}", file=sys.stderr)
+    record.file.unlink(missing_ok=True)
+    return OK
 
 
 def _consent(patches: list[Patch]) -> bool:

@@ -82,7 +82,7 @@ def _refused(project: Project, capsys: pytest.CaptureFixture[str], reason: str, 
 
 def test_the_patch_is_written_in_the_project(project, capsys):
     code, err = _apply(project, capsys)
-    assert (code, err) == (OK, f"fixer: patched {project.script}\n")
+    assert (code, err) == (OK, f"fixer: patched {project.script}\nfixer: to undo: fixer patch --revert\n")
     assert b"torch.nn.Linear(16, 2).to(device)" in project.script.read_bytes()
 
 
@@ -225,3 +225,40 @@ def test_a_frame_path_longer_than_the_system_allows_is_ignored(tmp_path, failure
     code = main(["patch", "--entry", "submodule-replaced-after-to", str(project.traceback)])
     out, err = capsys.readouterr()
     assert code == NO_MATCH and "names no file of yours that is on this machine" in " ".join(out.split()) and err == ""
+
+
+def test_revert_takes_the_last_apply_back_and_only_once(project, capsys):
+    assert _apply(project, capsys)[0] == OK
+    patched = project.script.read_bytes()
+    assert patched != project.original
+    assert main(["patch", "--revert", "--yes"]) == OK
+    assert f"fixer: reverted {project.script}" in capsys.readouterr().err
+    assert project.script.read_bytes() == project.original
+    assert main(["patch", "--revert", "--yes"]) == NO_MATCH
+    assert "nothing to revert" in capsys.readouterr().err
+
+
+def test_revert_keeps_an_edit_made_since_the_patch(project, capsys):
+    assert _apply(project, capsys)[0] == OK
+    edited = project.script.read_text() + "# my own change\n"
+    project.script.write_text(edited)
+    assert main(["patch", "--revert", "--yes"]) == NOT_APPLIED
+    assert "changed since fixer patched it" in capsys.readouterr().err
+    assert project.script.read_text() == edited
+
+
+def test_revert_without_a_terminal_or_yes_writes_nothing(project, capsys, monkeypatch):
+    assert _apply(project, capsys)[0] == OK
+    patched = project.script.read_bytes()
+    monkeypatch.setattr("builtins.open", _no_terminal(open))
+    assert main(["patch", "--revert"]) == NOT_APPLIED
+    assert project.script.read_bytes() == patched
+
+
+def _no_terminal(real_open):
+    def opener(file, *args, **kwargs):
+        if file == "/dev/tty":
+            raise OSError("no terminal")
+        return real_open(file, *args, **kwargs)
+
+    return opener
