@@ -5,7 +5,7 @@ not run.
 
 Exit codes, for scripts:
   0  a KB entry matched (explain), a patch was proposed or applied (patch), or the command succeeded
-  1  a traceback was found but no KB entry matches it, or (patch) no automatic patch exists;
+  1  a traceback was found but no KB entry matches it, or (patch) no automatic patch exists or nothing to revert;
      `kb lint` found problems
   2  bad usage or unreadable input (missing file, directory, binary data, broken KB)
   3  no traceback or known error message in the input

@@ -11,7 +11,7 @@ from fixer.cli.common import CliError
 DEFAULT_EXAMPLE = "optimizer-state-after-resume"
 
 EPILOG = """\
-exit codes: 0 matched / success, 1 no KB entry matches (patch: no automatic patch;
+exit codes: 0 matched / success, 1 no KB entry matches (patch: no automatic patch or nothing to revert;
 lint: problems found), 2 bad usage or unreadable input, 3 no traceback found in the input,
 4 patch not applied (declined, unsafe without --unsafe, or the file changed).
 
