@@ -139,14 +139,39 @@ function clean(data, text) {
   text = sub(p.ansi_leftover.source, text, "");
   text = sub(p.link.source, text.replaceAll("\r\n", "\n").replaceAll("\r", "\n"), (_m, inner) => inner);
   text = text.normalize("NFKC").replace(/[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]/gu, (c) => CURLY[c]);
-  let lines = text.split("\n");
-  const nonblank = lines.filter((line) => strip(data, line));
-  if (nonblank.length && nonblank.filter((line) => line.startsWith(">")).length * 2 > nonblank.length) {
-    lines = lines.map((line) => sub(p.quoted.source, line, ""));
-  }
+  let lines = unquoted(data, text.split("\n"));
   lines = withoutLogPrefixes(data, lines);
   lines = lines.flatMap((line) => splitRunTogether(data, line));
   return unwrapped(data, lines).join("\n");
+}
+
+/** read.py's _unquoted: reply marks go when most lines carry them, then the common indentation. */
+function unquoted(data, lines) {
+  for (const mark of data.patterns.quote_marks) {
+    const nonblank = lines.filter((line) => strip(data, line));
+    if (nonblank.length && nonblank.filter((line) => matchAt(mark.source, line)).length * 2 > nonblank.length) {
+      lines = lines.map((line) => line.replace(rx(mark.source, "u"), ""));
+    }
+  }
+  return dedent(lines);
+}
+
+/** Python's textwrap.dedent: blank out whitespace-only lines, drop the indentation all others share. */
+function dedent(lines) {
+  lines = lines.map((line) => (/^[ \t]+$/.test(line) ? "" : line));
+  let margin = null;
+  for (const line of lines) {
+    if (!line) continue;
+    const indent = line.match(/^[ \t]*/)[0];
+    if (margin === null) {
+      margin = indent;
+      continue;
+    }
+    let i = 0;
+    while (i < margin.length && i < indent.length && margin[i] === indent[i]) i++;
+    margin = margin.slice(0, i);
+  }
+  return margin ? lines.map((line) => (line.startsWith(margin) ? line.slice(margin.length) : line)) : lines;
 }
 
 function stripPrefixes(data, line) {

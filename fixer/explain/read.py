@@ -9,6 +9,7 @@ linear in the text, and undoes one of those; none invents a line that was not pa
 from __future__ import annotations
 
 import re
+import textwrap
 import unicodedata
 
 _ANSI = re.compile(
@@ -20,7 +21,8 @@ _ANSI_LEFTOVER = re.compile(r"\[(?:0|1|22|3\d|9\d)m")
 # Markdown links that issue trackers and notebooks wrap around paths: `[Cell In[5]](vscode-...)`. The text
 # holds brackets one level deep at most, so a run of `[` costs one step each, not a scan to the line's end.
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
-_QUOTED = re.compile(r"^> ?", re.M)
+# Reply marks: `> `, nested `>> ` or `> > `, and the `| ` margin some forums and chat clients draw.
+_QUOTE_MARKS = (re.compile(r"^(?:> ?)+"), re.compile(r"^\| ?"))
 _CURLY = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"'})
 # What loggers put before each line they print: ray's `(pid=..., ip=...)`, ISO and short timestamps,
 # glog's `W0104 13:46:27.896000 80302 run.py:792]`, Python logging's `ERROR:root:`, and a level after
@@ -59,13 +61,20 @@ def clean(text: str) -> str:
     text = _ANSI_LEFTOVER.sub("", text)
     text = _LINK.sub(r"\1", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = as_pasted(text)
-    lines = text.split("\n")
-    nonblank = [line for line in lines if line.strip()]
-    if nonblank and sum(line.startswith(">") for line in nonblank) * 2 > len(nonblank):  # a quoted reply
-        lines = [_QUOTED.sub("", line) for line in lines]
+    lines = _unquoted(text.split("\n"))
     lines = _without_log_prefixes(lines)
     lines = [piece for line in lines for piece in _split_run_together(line)]
     return "\n".join(_unwrapped(lines))
+
+
+def _unquoted(lines: list[str]) -> list[str]:
+    """A quoted reply loses its marks when most lines carry them, and an indented paste (a Markdown
+    code block, a mail client's indent) its common indentation."""
+    for mark in _QUOTE_MARKS:
+        nonblank = [line for line in lines if line.strip()]
+        if nonblank and sum(bool(mark.match(line)) for line in nonblank) * 2 > len(nonblank):
+            lines = [mark.sub("", line, count=1) for line in lines]
+    return textwrap.dedent("\n".join(lines)).split("\n")
 
 
 def as_pasted(text: str) -> str:

@@ -365,7 +365,7 @@ def patterns() -> dict[str, Any]:
         "from_user_code": _python_regex(p._FROM_USER_CODE),
         "type_before": _python_regex(p._TYPE_BEFORE),
         "link": _python_regex(_read._LINK),
-        "quoted": _python_regex(_read._QUOTED),
+        "quote_marks": [_python_regex(mark) for mark in _read._QUOTE_MARKS],
         "log_prefix": _python_regex(_read._LOG_PREFIX),
         "traceback_line": _python_regex(_read._TRACEBACK_LINE),
         "frame_header": _python_regex(_read._FRAME_HEADER),
