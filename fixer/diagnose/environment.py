@@ -90,9 +90,7 @@ def _torch_version(facts: dict[str, Any], evidence: Evidence | None) -> list[Fin
     """Before 2.1, `load_state_dict` left fused and capturable Adam's `step` counters wherever the
     checkpoint put them (the CPU, after map_location="cpu"), even with the model already on the GPU:
     pytorch/pytorch#103256, fixed in 2.1. Said only when the traceback is about those counters."""
-    if evidence is None or not (
-        evidence.argument == "state_steps" or (evidence.op or "").startswith(("fused_adam", "_fused_adam"))
-    ):
+    if evidence is None or not (evidence.argument == "state_steps" or (evidence.op or "").startswith("fused_adam")):
         return []
     version = _release(str(facts.get("torch", "")))
     if version is None:

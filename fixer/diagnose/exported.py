@@ -231,7 +231,7 @@ def _clash(pinned: set[str], named: tuple[str, ...]) -> str | None:
     """The error names the pinned device and another one: the program ran elsewhere, its constants did not."""
     if len(named) < 2:
         return None
-    held = [d for d in named if any(p == d for p in pinned)]
+    held = [d for d in named if d in pinned]
     others = [d for d in named if d not in held]
     if not held or not others:
         return None

@@ -29,7 +29,7 @@ def model_never_moved(code: Code) -> Iterator[str]:
             model = syntax.callee(call)
             if model is None or not (call.args or call.keywords):
                 continue
-            if _moves_something(scope) and not _sets_a_default_device(scope) and model not in scope.moved_before:
+            if _left_behind(scope, model):
                 made = _made_as_model(scope, model)
                 if made is not None:
                     yield f"{scope.where(made)}: `{model}` is built here and never moved with .to()/.cuda()"
@@ -49,7 +49,6 @@ def _passed_down_unmoved(scopes: tuple[Scope, ...], index: int, name: str, calle
     """The model the failing line calls is a parameter: follow it out through the frames that passed
     it (`soft_targets(teacher, images)` ← `distill(student, teacher, ...)`) to where it was built, and
     report it when it was never moved there while other things were."""
-    start = index
     while index + 1 < len(scopes):
         function = scopes[index].function
         argument = _passed_for(scopes[index + 1], function, name) if function is not None else None
@@ -59,17 +58,10 @@ def _passed_down_unmoved(scopes: tuple[Scope, ...], index: int, name: str, calle
         outer = scopes[index]
         if name in outer.moved_before:
             return
-        built = [s for s in outer.before if name in syntax.assigned_names(s)]
-        if built and index > start:
-            value = syntax.value_of(built[-1])
-            if (
-                len(built) == 1
-                and isinstance(value, ast.Call)
-                and not _PLACES_ITSELF.search(ast.unparse(value))
-                and _moves_something(outer)
-                and not _sets_a_default_device(outer)
-            ):
-                yield f"{outer.where(built[0])}: `{name}` is built here, never moved, and called at {called_at}"
+        if any(name in syntax.assigned_names(s) for s in outer.before):  # built here, not passed in
+            made = _made_as_model(outer, name, named_like_one=False)
+            if made is not None and _left_behind(outer, name):
+                yield f"{outer.where(made)}: `{name}` is built here, never moved, and called at {called_at}"
             return
 
 
@@ -92,6 +84,11 @@ def _passed_for(caller: Scope, function: syntax.Function, parameter: str) -> str
     return None
 
 
+def _left_behind(scope: Scope, name: str) -> bool:
+    """The code around the line moves something to a device, but not `name`, and sets no default device."""
+    return _moves_something(scope) and not _sets_a_default_device(scope) and name not in scope.moved_before
+
+
 def _moves_something(scope: Scope) -> bool:
     """Some statement before the failing line places something on a device."""
     return any(syntax.placed(statement) for statement in scope.before)
@@ -111,8 +108,10 @@ def _sets_a_default_device(scope: Scope) -> bool:
     return False
 
 
-def _made_as_model(scope: Scope, name: str) -> ast.stmt | None:
-    """The one statement that binds `name` before the failing line, when it builds or loads a model."""
+def _made_as_model(scope: Scope, name: str, *, named_like_one: bool = True) -> ast.stmt | None:
+    """The one statement that binds `name` before the failing line, when it builds or loads a model.
+    `named_like_one=False` takes any call that does not place what it makes: a model the frames show
+    being called needs no name to be one."""
     bound = [s for s in scope.before if name in syntax.assigned_names(s)]
     if len(bound) != 1:
         return None
@@ -120,7 +119,7 @@ def _made_as_model(scope: Scope, name: str) -> ast.stmt | None:
     if not isinstance(value, ast.Call):
         return None
     callee = syntax.dotted(value.func) or ""
-    if not _MODEL_MAKER.fullmatch(callee) or _PLACES_ITSELF.search(ast.unparse(value)):
+    if (named_like_one and not _MODEL_MAKER.fullmatch(callee)) or _PLACES_ITSELF.search(ast.unparse(value)):
         return None
     return bound[0]
 
