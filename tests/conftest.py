@@ -16,6 +16,11 @@ CORPUS = SHARED / "corpus" / "dev_tracebacks.yaml"
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests read the built-in KB alone; a developer's own team directories would change the answers."""
+    os.environ.pop("FIXER_KB_PATH", None)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     try:
         import torch

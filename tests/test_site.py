@@ -60,3 +60,14 @@ def test_every_entry_has_a_bare_embed_view_kept_out_of_search(site, catalog):
         page = (site / "entries" / entry.id / "index.html").read_text()
         assert f'href="../../embed/{entry.id}/"' in page
         assert f'<code data-fixer-embed="../../embed/{entry.id}/">&lt;iframe src=' in page
+
+
+def test_the_training_path_is_on_the_site_and_kept_out_of_search(site, catalog):
+    """Search previews would show the answers; each answer links to its entry's page."""
+    page = (site / "training" / "index.html").read_text()
+    exercises = [e for e in catalog if e.repro is not None and e.repro.needs == "cpu"]
+    assert page.count("<details") == len(exercises)
+    for entry in exercises:
+        assert f'href="../entries/{entry.id}/"' in page, entry.id
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    assert not [doc["location"] for doc in index["docs"] if doc["location"].startswith("training")]

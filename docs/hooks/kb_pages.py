@@ -17,8 +17,10 @@ from fixer.explain.detectors import registered
 from fixer.kb.catalog import Catalog, load
 from fixer.kb.schema import Entry
 from fixer.output.export import matcher_data
-from fixer.output.markdown import entry_page, index_page
+from fixer.output.kb_document import KBDocument
+from fixer.output.markdown import entry_page, index_page, training_page
 from fixer.output.report import ExplainOut
+from fixer.training import exercises
 
 # A wiki shows an entry in an iframe: the page alone (docs/overrides/embed.html drops header, navigation,
 # search and footer), and kept out of the search index, where it would duplicate the entry page.
@@ -39,6 +41,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     files.append(File.generated(config, "cli.md", content=_cli_page()))
     files.append(File.generated(config, "json.md", content=_json_page()))
     files.append(File.generated(config, "detectors.md", content=_detectors_page(catalog)))
+    files.append(File.generated(config, "training.md", content=training_page(exercises(catalog))))
     # The home page's paste box ranks in the browser from this (docs/javascripts/fixer-match.js).
     data = json.dumps(matcher_data(catalog), ensure_ascii=False, separators=(",", ":"))
     files.append(File.generated(config, "assets/fixer-kb.json", content=data))
@@ -93,7 +96,11 @@ def _cli_page() -> str:
 
 def _json_page() -> str:
     schema = json.dumps(ExplainOut.model_json_schema(), indent=2)
+    export = json.dumps(KBDocument.model_json_schema(), indent=2)
     return (
         "# JSON output\n\n`fixer explain --json` prints one object of this shape (JSON Schema). Fields may be "
-        "added; none is renamed or removed.\n\n```json\n" + schema + "\n```\n"
+        "added; none is renamed or removed.\n\n```json\n" + schema + "\n```\n\n"
+        "## The KB as one document\n\n`fixer export --format json -o DIR` writes `fixer-kb.json` (`-o -`: "
+        "stdout): every entry, team entries included, each with its `origin`. `format` is bumped when a field is "
+        "renamed or removed.\n\n```json\n" + export + "\n```\n"
     )

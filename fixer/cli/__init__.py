@@ -16,6 +16,7 @@ Exit codes, for scripts:
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import os
@@ -32,6 +33,7 @@ from fixer.cli.common import (
     USAGE,
     CliError,
     read_input,
+    using_team_kb,
 )
 from fixer.cli.parser import build_parser
 
@@ -115,6 +117,14 @@ def _dispatch(argv: list[str]) -> int:
             return USAGE
         return explain.explain_text(read_input("-", passthrough=True), top=3, as_json=False, passthrough=True)
     args = parser.parse_args(argv)
+    with using_team_kb(args.kb):
+        return _run(args, parser)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from fixer import textio
+    from fixer.cli import explain
+
     if args.command is None and not textio.stdin_is_terminal():  # `... | fixer --color always`
         text = read_input("-", passthrough=True)
         return explain.explain_text(text, top=3, as_json=False, passthrough=True, color=args.color)
@@ -135,6 +145,14 @@ def _dispatch(argv: list[str]) -> int:
         from fixer.cli.run import run
 
         return run(args.script, args.args, color=args.color)
+    if args.command == "train":
+        from fixer.cli.train import train
+
+        return train(args.entries, args.count, as_json=args.json, color=args.color)
+    if args.command == "export":
+        from fixer.cli.export import export
+
+        return export(args.format, args.output)
     if args.command in ("show", "list"):
         from fixer.cli import browse
 
@@ -146,8 +164,11 @@ def _dispatch(argv: list[str]) -> int:
 
         if args.kb_command == "schema":
             return kb.schema(args.output)
+        if args.kb_command == "new":
+            text = read_input(args.file, passthrough=False)
+            return kb.new(text, entry_id=args.entry_id, source=args.source, output=args.output, force=args.force)
         if args.kb_command == "lint":
-            return kb.lint(args.kb, as_json=args.json)
+            return kb.lint(as_json=args.json)
         if args.kb_command == "priors":
             return kb.priors(args.corpora, args.output)
         if args.kb_command == "stats":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,15 +25,45 @@ class CliError(Exception):
         self.code = code
 
 
+_team_kb: tuple[str, ...] = ()
+
+
+@contextmanager
+def using_team_kb(directories: Sequence[str]) -> Iterator[None]:
+    """Every command reads the KB through `catalog()`; `--kb` is a global option, so the dispatcher names
+    the team directories here for the length of one command instead of threading them through each."""
+    global _team_kb
+    _team_kb = tuple(directories)
+    _catalog.cache_clear()  # each command reads the files anew (tests run many in one process)
+    try:
+        yield
+    finally:
+        _team_kb = ()
+        _catalog.cache_clear()
+
+
+def team_kb() -> tuple[Path, ...]:
+    from fixer.kb.catalog import team_dirs
+
+    return team_dirs(_team_kb)
+
+
 def catalog() -> Catalog:
+    return _catalog(team_kb())
+
+
+@lru_cache(maxsize=1)
+def _catalog(team: tuple[Path, ...]) -> Catalog:
+    """Loaded once per command, which may read it twice (`explain --example`), so problems show once."""
     from fixer.kb.catalog import KBError, load
 
     try:
-        loaded = load()
+        loaded = load(team=team)
     except KBError as exc:
         raise CliError(str(exc)) from None
     if loaded.problems:
-        print(f"fixer: skipped {len(loaded.problems)} broken KB file(s); run `fixer kb lint`", file=sys.stderr)
+        first = loaded.problems[0] + (f" (and {len(loaded.problems) - 1} more)" if len(loaded.problems) > 1 else "")
+        print(f"fixer: skipped a KB file: {first}; run `fixer kb lint`", file=sys.stderr)
     if not len(loaded):
         raise CliError(f"the knowledge base at {loaded.root} has no usable entry; run `fixer kb lint`")
     return loaded

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fixer.cli.common import NO_MATCH, OK, CliError, catalog, progress
+from fixer.cli.common import NO_MATCH, NO_TRACEBACK, OK, CliError, catalog, progress, team_kb
 
 if TYPE_CHECKING:
     from fixer.output.render import ColorChoice
@@ -33,14 +34,14 @@ def _emit(text: str, output: str | None, what: str) -> None:
     print(f"wrote {output}{what}", file=sys.stderr)
 
 
-def lint(kb_dir: str | None, *, as_json: bool) -> int:
+def lint(*, as_json: bool) -> int:
     from fixer.kb.catalog import default_root
     from fixer.kb.lint import entry_stats, lint
 
-    root = Path(kb_dir) if kb_dir else default_root()
+    root = default_root()
     if not root.is_dir():
         raise CliError(f"no knowledge base at {root}")
-    entries, problems = lint(root)
+    entries, problems = lint(root, team_kb())
     stats = [entry_stats(e) for e in entries]
     if as_json:
         print(
@@ -137,3 +138,58 @@ def priors(corpora: list[str], output: str | None) -> int:
     text = counted.dump(counts, [Path(c).name for c in corpora])
     _emit(text, output, f": {len(counts)} message(s) with more than one cause")
     return OK
+
+
+def new(text: str, *, entry_id: str | None, source: str | None, output: str | None, force: bool) -> int:
+    """Draft a KB entry from a pasted traceback: the YAML to stdout, or to a file (`output`, or
+    `<id>.yaml` in the directory `output` names), never over an existing file unless `force`."""
+    from fixer.kb.draft import DraftError, NoTraceback, draft_entry
+
+    try:
+        draft = draft_entry(text, catalog(), entry_id=entry_id, source=source)
+    except NoTraceback as exc:
+        raise CliError(str(exc), NO_TRACEBACK) from None
+    except DraftError as exc:
+        raise CliError(str(exc)) from None
+    if draft.closest:
+        shown = ", ".join(f"{match} ({score})" for match, score in draft.closest[:3])
+        more = f" and {len(draft.closest) - 3} more" if len(draft.closest) > 3 else ""
+        print(
+            f"the KB already matches this traceback: {shown}{more}; if it is one of these causes, add the "
+            "traceback to that entry's examples instead",
+            file=sys.stderr,
+        )
+    if output is None:
+        sys.stdout.write(draft.yaml)
+        print(
+            f"next: save it as {draft.id}.yaml, fill in the TODO fields, then `fixer kb lint --kb DIR`", file=sys.stderr
+        )
+        return OK
+    path = Path(output)
+    if path.is_dir() or output.endswith(("/", os.sep)):
+        path = path / f"{draft.id}.yaml"
+    _write_new(path, draft.yaml, force=force)
+    print(f"wrote {path}", file=sys.stderr)
+    if path.stem != draft.id:
+        print(f"note: `fixer kb lint` wants the entry {draft.id!r} in a file named {draft.id}.yaml", file=sys.stderr)
+    print(f"next: fill in the TODO fields, then `{_lint_command(path.parent)}`", file=sys.stderr)
+    return OK
+
+
+def _lint_command(directory: Path) -> str:
+    """The command that lints `directory`: the built-in KB is linted by default, a team's with --kb."""
+    from fixer.kb.catalog import default_root
+
+    return "fixer kb lint" if directory.resolve() == default_root().resolve() else f"fixer kb lint --kb {directory}"
+
+
+def _write_new(path: Path, text: str, *, force: bool) -> None:
+    """Created only if absent (checked by the open itself, so no race), unless `force`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w" if force else "x", encoding="utf-8") as file:
+            file.write(text)
+    except FileExistsError:
+        raise CliError(f"{path} already exists; pass --force to overwrite it") from None
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None

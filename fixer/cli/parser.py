@@ -9,6 +9,7 @@ from fixer import __version__
 from fixer.cli.common import CliError
 
 DEFAULT_EXAMPLE = "optimizer-state-after-resume"
+EXPORT_FORMATS = ("wiki", "json", "html", "notebooks")
 
 EPILOG = """\
 exit codes: 0 matched / success, 1 no KB entry matches (patch: no automatic patch or nothing to revert;
@@ -37,6 +38,16 @@ def _color_option(parser: argparse.ArgumentParser, default: str) -> None:
     )
 
 
+def _kb_option(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--kb",
+        action="append",
+        default=default,
+        metavar="DIR",
+        help="add a team's KB directory to the built-in entries (repeatable; FIXER_KB_PATH lists more)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fixer",
@@ -46,9 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fixer {__version__}")
     _color_option(parser, "auto")
-    # Each command takes --color too; SUPPRESS keeps `fixer --color never explain` from being reset.
+    _kb_option(parser, [])
+    # Each command takes --color and --kb too; SUPPRESS keeps `fixer --color never explain` from being reset.
     shared = _Parser(add_help=False)
     _color_option(shared, argparse.SUPPRESS)
+    _kb_option(shared, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     explain = commands.add_parser(
@@ -142,6 +155,32 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", parents=[shared], help="list KB entries", description="List the KB entries.")
     listing.add_argument("--json", action="store_true", help="ids and titles as JSON")
 
+    train = commands.add_parser(
+        "train",
+        parents=[shared],
+        help="a quiz from the KB's exercises: read the code and its traceback, pick the cause",
+        description="The Training page's exercises in the terminal, from the most common causes to the subtle "
+        "ones: each shows a snippet that really raises its error (with a stand-in device) and the traceback it "
+        "prints; pick the cause among four, then see why. Keeps a score; q stops.",
+    )
+    train.add_argument("--entries", metavar="IDS", help="only these entries' exercises (comma-separated ids)")
+    train.add_argument("--count", type=_positive, metavar="N", help="at most N exercises (default: the whole path)")
+    train.add_argument("--json", action="store_true", help="the exercises and their answers as JSON; asks nothing")
+
+    export = commands.add_parser(
+        "export",
+        parents=[shared],
+        help="write the KB as wiki pages, one JSON document, HTML snippets or notebooks",
+        description="Write every entry (team directories included) for another home: wiki: a page per entry, "
+        "Home.md and _Sidebar.md for a GitHub or GitLab wiki; json: one document, fixer-kb.json (schema on "
+        "the site's Team page); html: a self-contained snippet per entry, no scripts, nothing loaded; "
+        "notebooks: a Jupyter notebook per entry whose repro runs on a CPU, showing the error, then the fix.",
+    )
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="what to write")
+    export.add_argument(
+        "-o", "--output", required=True, metavar="DIR", help="the directory to write into ('-' with json: stdout)"
+    )
+
     kb = commands.add_parser("kb", parents=[shared], help="maintain the knowledge base", description="Maintain the KB.")
     kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", parser_class=_Parser)
     schema = kb_commands.add_parser(
@@ -151,10 +190,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the JSON Schema of a KB entry.",
     )
     schema.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
-    lint = kb_commands.add_parser(
-        "lint", parents=[shared], help="check every entry", description="Check the KB; exits 1 on any problem."
+    new = kb_commands.add_parser(
+        "new",
+        parents=[shared],
+        help="draft a new entry from a traceback",
+        description="Turn a traceback into a draft entry: an id from the message, a signature from the normalised "
+        "message, the traceback as the first example, and TODO where a person must write the cause and the fix. "
+        "The draft passes the schema; `fixer kb lint` lists what is left. Says which entries already match.",
     )
-    lint.add_argument("--kb", metavar="DIR", help="KB directory (default: the installed KB)")
+    new.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback; '-' is stdin")
+    new.add_argument("-o", "--output", metavar="PATH", help="a directory (writes ID.yaml) or a file (default: stdout)")
+    new.add_argument("--id", dest="entry_id", metavar="ID", help="the entry's id (default: suggested from the message)")
+    new.add_argument("--source", metavar="URL", help="the public page the traceback is quoted from")
+    new.add_argument("--force", action="store_true", help="overwrite an existing file")
+    lint = kb_commands.add_parser(
+        "lint",
+        parents=[shared],
+        help="check every entry",
+        description="Check the KB, with the team directories given by --kb and FIXER_KB_PATH; exits 1 on any problem.",
+    )
     lint.add_argument("--json", action="store_true", help="problems as JSON")
     stats = kb_commands.add_parser(
         "stats",

@@ -1,11 +1,17 @@
-"""Load and validate `kb/*.yaml` into a `Catalog`: the one source every surface reads from."""
+"""Load and validate `kb/*.yaml` into a `Catalog`: the one source every surface reads from.
+
+A team keeps entries of its own in its own repository and adds their directories (`--kb DIR`,
+`FIXER_KB_PATH`) to the built-in KB. An id names one cause everywhere (in links, in `--entry`, in the
+priors), so a team entry may take a built-in id only by saying `overrides: true`, and two team
+directories may not define one id twice.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -27,6 +33,12 @@ class Catalog:
     entries: dict[str, Entry]
     root: Path
     problems: tuple[str, ...] = field(default=())
+    files: dict[str, Path] = field(default_factory=dict)  # where each entry was read from; team entries too
+
+    @property
+    def team(self) -> set[str]:
+        """The ids whose entry comes from a team directory, not the built-in KB."""
+        return {entry_id for entry_id, path in self.files.items() if path.parent != self.root}
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries.values())
@@ -52,6 +64,16 @@ def default_root() -> Path:
     package = Path(__file__).resolve().parents[1]
     shipped = package / "_kb"
     return shipped if shipped.is_dir() else package.parent / "kb"
+
+
+TEAM_PATH_VARIABLE = "FIXER_KB_PATH"
+
+
+def team_dirs(given: Sequence[str | Path] = ()) -> tuple[Path, ...]:
+    """The team directories: those in `$FIXER_KB_PATH` (separated like PATH), then those given on the
+    command line, so a `--kb` can override what the environment sets for every command."""
+    listed = os.environ.get(TEAM_PATH_VARIABLE, "").split(os.pathsep)
+    return tuple(Path(d) for d in [*listed, *given] if str(d))
 
 
 MAX_ENTRY_BYTES = 1_000_000  # an entry is a few kilobytes; a bigger file is a mistake or an attack
@@ -115,22 +137,50 @@ def _check_nodes(root: yaml.Node) -> None:
             stack.extend((part, depth + 1) for pair in node.value for part in pair)
 
 
-def load(root: Path | None = None, *, strict: bool = False) -> Catalog:
-    """Every entry under `root`. Broken files are skipped and listed in `problems` (or raise, if strict)."""
+def load(root: Path | None = None, *, team: Sequence[Path] | None = None, strict: bool = False) -> Catalog:
+    """Every entry under `root`, then under each team directory (default: `team_dirs()`). Broken files,
+    and team entries that take an id without `overrides: true`, are skipped and listed in `problems`
+    (or raise, if strict)."""
     root = root or default_root()
-    if not root.is_dir():
-        raise KBError(f"no knowledge base at {root}")
+    team = team_dirs() if team is None else team
     entries: dict[str, Entry] = {}
+    files: dict[str, Path] = {}
     problems: list[str] = []
-    for path in sorted(root.glob("*.yaml")):
-        try:
-            entry = read_entry(path)
-        except KBError as exc:
-            if strict:
-                raise
-            problems.append(str(exc))
-            continue
-        if entry.retired:
-            continue
-        entries[entry.id] = entry
-    return Catalog(entries=entries, root=root, problems=tuple(problems))
+    for directory in (root, *team):
+        if not directory.is_dir():
+            raise KBError(f"no knowledge base at {directory}")
+        for path in sorted(directory.glob("*.yaml")):
+            try:
+                entry = read_entry(path)
+                refused = clash(entry, path, files)
+                if refused:
+                    raise KBError(f"{shown(path, root)}: {refused}")
+            except KBError as exc:
+                if strict:
+                    raise
+                problems.append(str(exc))
+                continue
+            if not entry.retired:
+                entries[entry.id] = entry
+                files[entry.id] = path
+    return Catalog(entries=entries, root=root, problems=tuple(problems), files=files)
+
+
+def shown(path: Path, root: Path) -> str:
+    """A built-in entry is known by its file name; a team entry by its path, which says whose it is."""
+    return path.name if path.parent == root else str(path)
+
+
+def clash(entry: Entry, path: Path, known: dict[str, Path]) -> str | None:
+    """Why `entry` may not join the entries read so far (`known`: id -> file), if it may not."""
+    earlier = known.get(entry.id)
+    if earlier is None or earlier == path:
+        return None
+    if earlier.parent == path.parent:
+        return f"id {entry.id!r} is already used by {earlier.name}"
+    if not entry.overrides:
+        return (
+            f"id {entry.id!r} is already defined by {earlier}; "
+            "say `overrides: true` to replace it, or choose another id"
+        )
+    return None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from fixer.diagnose.probes import PROBES
 from fixer.explain import detectors
 from fixer.explain.match import Matcher
-from fixer.kb.catalog import Catalog, KBError, read_entry
+from fixer.kb.catalog import Catalog, KBError, clash, read_entry, shown
 from fixer.kb.repro import Verification, verification
 from fixer.kb.schema import Entry
 from fixer.patching import registry
@@ -44,33 +45,45 @@ def entry_stats(entry: Entry) -> EntryStats:
     )
 
 
-def lint(root: Path) -> tuple[list[Entry], list[Problem]]:
-    entries: list[Entry] = []
+def lint(root: Path, team: Sequence[Path] = ()) -> tuple[list[Entry], list[Problem]]:
+    """The built-in KB and the team directories, merged as `load` merges them, so a team entry is
+    checked against the entries it sits beside: its related ids, and whether it takes their examples."""
+    merged: dict[str, Entry] = {}
+    files: dict[str, Path] = {}
     problems: list[Problem] = []
-    paths = sorted(root.glob("*.yaml"))
-    if not paths:
-        problems.append(Problem(str(root), "no *.yaml entries"))
-    for path in paths:
-        try:
-            entry = read_entry(path)
-        except KBError as exc:
-            problems.append(Problem(path.name, str(exc).removeprefix(f"{path.name}: ")))
-            continue
-        if entry.id != path.stem:
-            problems.append(Problem(path.name, f"id {entry.id!r} differs from the file name"))
-        entries.append(entry)
-    problems.extend(_cross_checks(entries, root))
+    for directory in (root, *team):
+        paths = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+        if not paths:
+            problems.append(Problem(str(directory), "no *.yaml entries" if directory.is_dir() else "not a directory"))
+        for path in paths:
+            name = shown(path, root)
+            try:
+                entry = read_entry(path)
+            except KBError as exc:
+                problems.append(Problem(name, str(exc).removeprefix(f"{path.name}: ")))
+                continue
+            if entry.id != path.stem:
+                problems.append(Problem(name, f"id {entry.id!r} differs from the file name"))
+            refused = clash(entry, path, files)
+            if refused:
+                problems.append(Problem(name, refused))
+                continue
+            if entry.overrides and entry.id not in files:
+                problems.append(Problem(name, f"says `overrides: true`, but no entry before it has id {entry.id!r}"))
+            merged[entry.id] = entry
+            files[entry.id] = path
+    entries = list(merged.values())
+    names = {entry_id: shown(path, root) for entry_id, path in files.items()}
+    problems.extend(_cross_checks(entries, root, names))
     return entries, problems
 
 
-def _cross_checks(entries: list[Entry], root: Path) -> list[Problem]:
+def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str]) -> list[Problem]:
+    """Checks of each entry against the others; `names` says which file to blame for an entry."""
     problems: list[Problem] = []
-    ids = [e.id for e in entries]
-    for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
-        problems.append(Problem(f"{duplicate}.yaml", "id used by more than one entry"))
-    known = set(ids)
+    known = {e.id for e in entries}
     for entry in entries:
-        file = f"{entry.id}.yaml"
+        file = names[entry.id]
         for related in entry.related:
             if related not in known:
                 problems.append(Problem(file, f"related entry {related!r} does not exist"))
@@ -89,9 +102,48 @@ def _cross_checks(entries: list[Entry], root: Path) -> list[Problem]:
         if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():
             problems.append(Problem(file, "repro.code and repro.fixed are the same code"))
         problems.extend(Problem(file, message) for message in _codemod_problems(entry))
-    problems.extend(_shared_wordings_weigh_alike(entries))
-    problems.extend(_examples_rank_first(entries, root))
+        problems.extend(Problem(file, message) for message in _unwritten(entry))
+    problems.extend(_shared_wordings_weigh_alike(entries, names))
+    problems.extend(_examples_rank_first(entries, root, names))
     return problems
+
+
+# Domains reserved for examples (RFC 2606): a source there is a placeholder, never the thread quoted.
+_PLACEHOLDER_HOSTS = ("example.com", "example.net", "example.org")
+
+
+def _unwritten(entry: Entry) -> list[str]:
+    """What a draft (`fixer kb new`) left for a person to write: each field still starting with `TODO`,
+    named by its path, and an example source on a placeholder domain. A draft passes the schema, so
+    without this check it could pass for a finished entry."""
+    found = [
+        f"TODO left in {path}: {_what_to_write(text)}"
+        for path, text in _strings(entry.model_dump())
+        if text.startswith("TODO")
+    ]
+    for number, example in enumerate(entry.examples):
+        host = example.source.host or ""
+        if any(host == domain or host.endswith(f".{domain}") for domain in _PLACEHOLDER_HOSTS):
+            found.append(f"examples[{number}].source is a placeholder ({host}): link the public page it is quoted from")
+    return found
+
+
+def _what_to_write(todo: str) -> str:
+    """`TODO: write the fix in one sentence` -> `write the fix in one sentence`, its first line."""
+    rest = todo.removeprefix("TODO").lstrip(" :-").strip()
+    return rest.splitlines()[0] if rest else "write it"
+
+
+def _strings(value: object, path: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a dumped entry with its path: `title`, `fix.steps[0]`, `quiz.wrong[1]`."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{path}[{index}]")
 
 
 def _codemod_problems(entry: Entry) -> list[str]:
@@ -113,7 +165,7 @@ def _codemod_problems(entry: Entry) -> list[str]:
     return []
 
 
-def _shared_wordings_weigh_alike(entries: list[Entry]) -> list[Problem]:
+def _shared_wordings_weigh_alike(entries: list[Entry], names: dict[str, str]) -> list[Problem]:
     """A wording several entries share is no evidence for one of them over another: it gives each the
     same points, and how often each cause is behind it is the priors' business (kb/priors/)."""
     weights: dict[tuple[str, str | None], dict[int, list[str]]] = {}
@@ -123,7 +175,7 @@ def _shared_wordings_weigh_alike(entries: list[Entry]) -> list[Problem]:
             by_weight.setdefault(signature.weight, []).append(entry.id)
     return [
         Problem(
-            f"{sorted(ids for ids in by_weight.values())[0][0]}.yaml",
+            names[sorted(ids for ids in by_weight.values())[0][0]],
             f"the signature {pattern!r} weighs "
             + ", ".join(f"{w} in {', '.join(ids)}" for w, ids in sorted(by_weight.items()))
             + "; a shared wording weighs the same in every entry",
@@ -133,7 +185,7 @@ def _shared_wordings_weigh_alike(entries: list[Entry]) -> list[Problem]:
     ]
 
 
-def _examples_rank_first(entries: list[Entry], root: Path) -> list[Problem]:
+def _examples_rank_first(entries: list[Entry], root: Path, names: dict[str, str]) -> list[Problem]:
     """Each real example puts its own entry first (top 3 when marked ambiguous): the KB's regression test."""
     live = {e.id: e for e in entries if not e.retired}
     matcher = Matcher(Catalog(entries=live, root=root))
@@ -146,7 +198,5 @@ def _examples_rank_first(entries: list[Entry], root: Path) -> list[Problem]:
             if entry.id not in ranked[:window]:
                 got = ", ".join(ranked[:3]) or "nothing"
                 where = "in the top 3" if example.ambiguous else "first"
-                problems.append(
-                    Problem(f"{entry.id}.yaml", f"example {number} ({example.source}) is not {where}: {got}")
-                )
+                problems.append(Problem(names[entry.id], f"example {number} ({example.source}) is not {where}: {got}"))
     return problems

@@ -124,6 +124,12 @@ class Repro(Strict):
     )
     code: str
     fixed: str
+    raises: str | None = Field(
+        default=None,
+        description="What `code` prints when run as exercise.py: its own frames and the error, library frames "
+        "folded (fixer.kb.repro.trimmed). Shown in the training exercises; the repro test holds it to the real "
+        "output and prints the text to paste when it differs.",
+    )
 
 
 class Example(Strict):
@@ -174,3 +180,7 @@ class Entry(Strict):
     questions: list[Question] = Field(default_factory=list)
     quiz: Quiz
     retired: bool = False
+    overrides: bool = Field(
+        default=False,
+        description="A team entry (a directory in --kb or FIXER_KB_PATH) that replaces the entry with the same id.",
+    )

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # only other commands render these; explain must not import t
     from fixer.kb.evaluate import Score
     from fixer.kb.lint import EntryStats
     from fixer.patching.plan import Patch
+    from fixer.training import Exercise
 
 _SAFETY_STYLE = {"safe": "green", "unsafe": "yellow", "manual": "magenta"}
 _SAFETY_WORDS = {
@@ -249,6 +250,41 @@ def entry_page(entry: Entry) -> Group:
     if entry.related:
         parts.append(_section("Related", Text(", ".join(entry.related))))
     return Group(*parts)
+
+
+def exercise_view(exercise: Exercise, number: int, total: int) -> Group:
+    traceback = Text(exercise.traceback.rstrip("\n"), style="red")
+    choices = Table.grid(padding=(0, 1))  # a long title wraps under itself, not under its number
+    choices.add_column(style="bold", no_wrap=True)
+    choices.add_column()
+    for n, choice in enumerate(exercise.choices, 1):
+        choices.add_row(f"{n}.", choice.title)
+    return Group(
+        Text(f"Exercise {number} of {total}", style="bold cyan"),
+        Text(),
+        _code(exercise.snippet, "This code"),
+        Text("stops with:", style="bold dim"),
+        _CodeLines(traceback),
+        Text(),
+        Text("Which cause is behind it?", style="bold"),
+        _Indent(choices),
+    )
+
+
+def exercise_answer(exercise: Exercise, chosen: int) -> Group:
+    entry = exercise.entry
+    right = chosen == exercise.answer
+    verdict = (
+        Text("Right.", style="bold green")
+        if right
+        else Text(f"Not this time: it is {exercise.answer + 1}. {entry.title}", style="bold yellow")
+    )
+    return Group(
+        verdict,
+        _Indent(Group(_prose(entry.cause), Text(), _prose(f"**The fix:** {entry.fix.summary}"))),
+        Text(f"  More: fixer show {entry.id}", style="dim"),
+        Text(),
+    )
 
 
 def entry_list(entries: list[Entry]) -> RenderableType:

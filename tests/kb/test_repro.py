@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fixer.kb.catalog import load
-from fixer.kb.repro import run_script
+from fixer.kb.repro import run_script, trimmed
 
 _ENTRIES = [e for e in load(Path(__file__).resolve().parents[2] / "kb") if e.repro is not None]
 _MARKS = {"cpu": (), "cuda": (pytest.mark.cuda,), "2-gpus": (pytest.mark.cuda, pytest.mark.two_gpus)}
@@ -35,13 +35,17 @@ def _skip_without_imports(code: str) -> None:
 
 @pytest.mark.parametrize("entry_id", _PARAMS)
 def test_repro_raises_the_error_of_its_own_entry(entry_id, catalog, matcher, tmp_path):
-    script = tmp_path / "repro.py"
-    script.write_text(catalog.get(entry_id).repro.code)
+    repro = catalog.get(entry_id).repro
+    script = tmp_path / "exercise.py"  # the name `repro.raises` quotes, as the training exercises show it
+    script.write_text(repro.code)
     _skip_without_imports(script.read_text())
     run = run_script(script)
     assert run.raised, f"the repro did not raise:\n{run.output[-3000:]}"
     ranked = [m.id for m in matcher.explain(run.output).matches]
     assert ranked[:1] == [entry_id], f"ranked {ranked[:3]} for:\n{run.output[-3000:]}"
+    if repro.needs == "cpu" or repro.raises is not None:
+        printed = trimmed(run.output, script.name)
+        assert repro.raises == printed, f"repro.raises should read:\n{printed}"
 
 
 @pytest.mark.parametrize("entry_id", _PARAMS)

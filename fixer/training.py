@@ -1,0 +1,64 @@
+"""Exercises for new engineers, made from the KB's own repros: the broken snippet, the traceback it
+really prints (with a stand-in device, so on any CPU), and a choice among four causes.
+
+The wrong choices are the causes fixer itself ranks next for that traceback, so an exercise asks what
+an expert reads in the snippet, not what the message alone already says. The path runs from the causes
+users meet most often (counted over the real tracebacks behind the priors and the KB's examples) to the
+subtle ones. The site's Training page and `fixer train` both read this, so they ask the same questions.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fixer.explain import priors
+from fixer.explain.match import Matcher
+from fixer.kb.catalog import Catalog
+from fixer.kb.schema import Entry
+
+CHOICES = 4
+
+
+@dataclass(frozen=True)
+class Exercise:
+    entry: Entry
+    snippet: str
+    traceback: str
+    choices: tuple[Entry, ...]  # in the order shown; the entry itself is one of them
+
+    @property
+    def answer(self) -> int:
+        return next(i for i, choice in enumerate(self.choices) if choice.id == self.entry.id)
+
+
+def path(catalog: Catalog) -> list[Entry]:
+    """The entries that make an exercise, most often met first."""
+    seen: Counter[str] = Counter()
+    for causes in priors.load(catalog.root).values():
+        for cause, prior in causes.items():
+            seen[cause] += prior.count
+    usable = [e for e in catalog if e.repro is not None and e.repro.needs == "cpu" and e.repro.raises]
+    return sorted(usable, key=lambda e: (-(seen[e.id] + len(e.examples)), e.id))
+
+
+def exercises(catalog: Catalog, only: Sequence[str] = ()) -> list[Exercise]:
+    """One exercise per entry of the path (or of `only`, in the path's order)."""
+    matcher = Matcher(catalog)
+    chosen = [e for e in path(catalog) if not only or e.id in only]
+    return [_exercise(entry, catalog, matcher) for entry in chosen]
+
+
+def _exercise(entry: Entry, catalog: Catalog, matcher: Matcher) -> Exercise:
+    assert entry.repro is not None and entry.repro.raises is not None  # path() keeps only these
+    ranked = [m.id for m in matcher.explain(entry.repro.raises).matches]
+    others = [*ranked, *entry.related, *sorted(e.id for e in catalog)]
+    wrong: list[str] = []
+    for other in others:
+        if other != entry.id and other not in wrong and catalog.get(other) is not None:
+            wrong.append(other)
+    choices = [entry, *(catalog.entries[i] for i in wrong[: CHOICES - 1])]
+    random.Random(entry.id).shuffle(choices)  # the same order on every machine and run
+    return Exercise(entry=entry, snippet=entry.repro.code, traceback=entry.repro.raises, choices=tuple(choices))

@@ -1,0 +1,141 @@
+"""The wiki, the HTML snippets and the JSON document are made from the merged KB and hold up where they
+land: wiki links resolve between pages, snippets carry no script and load nothing, the JSON validates
+against its published schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jsonschema
+import pytest
+from markdown_it import MarkdownIt
+
+from fixer.kb.catalog import Catalog, load
+from fixer.kb.schema import Entry
+from fixer.output.kb_document import KBDocument, kb_document
+from fixer.output.snippets import entry_snippet, html_snippets
+from fixer.output.wiki import HOME, SIDEBAR, wiki_pages
+
+ROOT = Path(__file__).resolve().parents[2]
+TEAM = ROOT / "tests" / "kb" / "team"
+
+
+def _links(markdown: str) -> list[str]:
+    """The link targets a CommonMark renderer (GitHub's dialect is a superset) finds, code left out."""
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    inline = [child for token in tokens for child in token.children or []]
+    return [str(child.attrGet("href")) for child in inline if child.type == "link_open"]
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.style = ""
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_style = tag == "style"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self.style += data
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_style = False
+
+
+def _tags(snippet: str) -> _Tags:
+    parser = _Tags()
+    parser.feed(snippet)
+    return parser
+
+
+@pytest.fixture(scope="module")
+def merged() -> Catalog:
+    return load(ROOT / "kb", team=[TEAM], strict=True)
+
+
+def test_the_wiki_has_a_page_per_entry_a_home_and_a_sidebar(merged):
+    pages = wiki_pages(merged)
+    assert set(pages) == {f"{e.id}.md" for e in merged} | {f"{HOME}.md", f"{SIDEBAR}.md"}
+    assert "cuda-out-of-memory.md" in pages  # the team's entry too
+
+
+def test_every_wiki_link_names_a_page_of_the_wiki(merged):
+    pages = wiki_pages(merged)
+    names = {name.removesuffix(".md") for name in pages}
+    for name, text in pages.items():
+        for target in _links(text):
+            if not target.startswith("https://"):
+                assert target in names, f"{name} links to {target}"
+    sidebar = _links(pages[f"{SIDEBAR}.md"])
+    assert sorted(sidebar) == sorted([HOME, *(e.id for e in merged)])
+
+
+def test_wiki_pages_are_plain_github_markdown(merged):
+    """No mkdocs-material syntax, which a wiki shows as text; every example traceback ends up in a code
+    block when a CommonMark renderer (GitHub's dialect is a superset) reads the page."""
+    renderer = MarkdownIt("commonmark")
+    for entry in merged:
+        text = wiki_pages([entry])[f"{entry.id}.md"]
+        assert not re.search(r"^\s*(?:!!!|\?\?\?|===) ", text, re.M), entry.id
+        rendered = renderer.render(text)
+        for example in entry.examples:
+            first_line = example.traceback.strip().splitlines()[0]
+            escaped = first_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+            assert re.search(r"<pre><code[^>]*>[^<]*" + re.escape(escaped), rendered), (entry.id, first_line)
+
+
+_LOADING = {"script", "img", "iframe", "link", "object", "embed", "source", "video", "audio", "picture", "frame"}
+
+
+def test_html_snippets_have_no_script_and_load_nothing(merged):
+    snippets = html_snippets(merged)
+    assert set(snippets) == {f"{e.id}.html" for e in merged}
+    for name, snippet in snippets.items():
+        found = _tags(snippet)
+        assert not _LOADING & {tag for tag, _ in found.tags}, name
+        attributes = {attribute for _, attrs in found.tags for attribute in attrs}
+        assert not {a for a in attributes if a.startswith("on") or a in ("src", "srcset", "style")}, name
+        assert [tag for tag, _ in found.tags].count("style") == 1, name
+        assert "url(" not in found.style and "@import" not in found.style, name
+
+
+def test_html_links_are_the_cited_sources_or_other_snippets(merged):
+    snippets = html_snippets(merged)
+    for entry in merged:
+        sources = {str(example.source) for example in entry.examples}
+        hrefs = [attrs.get("href") for tag, attrs in _tags(snippets[f"{entry.id}.html"]).tags if tag == "a"]
+        for href in hrefs:
+            assert href in sources or href in snippets, (entry.id, href)
+
+
+def test_a_hostile_team_entry_is_cleaned_out_of_its_snippet(merged):
+    data = merged.get("cuda-out-of-memory").model_dump()
+    data["summary"] = 'Bad <script>alert(1)</script> <img src=x onerror="alert(2)"> [x](javascript:alert(3)) end.'
+    data["cause"] = '<iframe src="https://tracker.example/pixel"></iframe><style>body{display:none}</style> text'
+    snippet = entry_snippet(Entry.model_validate(data))
+    assert "alert" not in snippet
+    assert "tracker.example" not in snippet
+    assert "display:none" not in snippet
+    assert "<iframe" not in snippet and "<img" not in snippet
+
+
+def test_the_json_document_validates_against_its_published_schema(merged):
+    document = json.loads(kb_document(merged).model_dump_json())
+    jsonschema.validate(document, KBDocument.model_json_schema())
+    assert [e["id"] for e in document["entries"]] == sorted(e.id for e in merged)
+    origins = {e["id"]: e["origin"] for e in document["entries"]}
+    assert origins["cuda-out-of-memory"] == "team" and origins["model-not-moved"] == "built-in"
+
+
+def test_the_json_document_holds_each_entry_as_the_kb_does(merged):
+    document = kb_document(merged)
+    for exported in document.entries:
+        fields = exported.model_dump(exclude={"origin"})
+        assert Entry.model_validate(fields) == merged.get(exported.id)
