@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer.cli import INTERNAL_ERROR, NO_MATCH, NO_TRACEBACK, OK, OUTPUT_ERROR, USAGE, main
+from fixer.cli import FAILED_LOG, INTERNAL_ERROR, NO_MATCH, NO_TRACEBACK, OK, OUTPUT_ERROR, USAGE, main
 
 # https://github.com/FoundationVision/VAR/issues/127
 VAR = (
@@ -56,13 +56,22 @@ def test_bundled_example_runs_in_one_step():
     assert b"optimizer-state-after-resume" in result.stdout
 
 
-def test_plain_fixer_passes_piped_text_through_then_explains():
+def test_plain_fixer_passes_piped_text_through_then_explains_and_fails_like_the_run():
+    """`python train.py 2>&1 | fixer` in a CI step must fail the step when the script crashed."""
     log = "".join(f"step {i}\n" for i in range(50)) + VAR
     result = fixer(stdin=log)
-    assert result.returncode == OK
+    assert result.returncode == FAILED_LOG
     out = result.stdout.decode()
     assert out.startswith(log)
     assert "optimizer-state-after-resume" in out[len(log) :]
+    for args in (("--exit-zero",), ("--exit-zero", "--color", "never")):
+        kept = fixer(*args, stdin=log)
+        assert kept.returncode == OK and kept.stdout == result.stdout
+
+
+def test_plain_fixer_fails_on_a_traceback_it_cannot_explain_too():
+    result = fixer(stdin="step 1\n" + 'Traceback (most recent call last):\n  File "t.py", line 1\nKeyError: \'x\'\n')
+    assert result.returncode == FAILED_LOG
 
 
 def test_plain_fixer_is_quiet_when_the_run_had_no_error():

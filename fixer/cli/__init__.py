@@ -10,6 +10,8 @@ Exit codes, for scripts:
   2  bad usage or unreadable input (missing file, directory, binary data, broken KB)
   3  no traceback or known error message in the input
   4  (patch --apply) nothing written: declined, unsafe without --unsafe, or the file changed
+  5  plain `fixer` reading a pipe: the log shows a traceback, so the program that wrote it failed
+     (`--exit-zero` keeps the old 0); a log without one gives 0
   70 fixer itself failed (a bug): one line on stderr; FIXER_DEBUG=1 adds the Python traceback
   74 the output could not be written (a full disk, an I/O error)
 """
@@ -24,6 +26,7 @@ import sys
 from collections.abc import Sequence
 
 from fixer.cli.common import (
+    FAILED_LOG,
     INTERNAL_ERROR,
     NO_MATCH,
     NO_TRACEBACK,
@@ -38,6 +41,7 @@ from fixer.cli.common import (
 from fixer.cli.parser import build_parser
 
 __all__ = [
+    "FAILED_LOG",
     "INTERNAL_ERROR",
     "NOT_APPLIED",
     "NO_MATCH",
@@ -127,7 +131,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     if args.command is None and not textio.stdin_is_terminal():  # `... | fixer --color always`
         text = read_input("-", passthrough=True)
-        return explain.explain_text(text, top=3, as_json=False, passthrough=True, color=args.color)
+        return explain.explain_text(
+            text, top=3, as_json=False, passthrough=True, color=args.color, exit_zero=args.exit_zero
+        )
     if args.command == "explain":
         text = explain.example_text(args.example) if args.example else read_input(args.file, passthrough=False)
         return explain.explain_text(

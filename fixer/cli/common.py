@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
 
-OK, NO_MATCH, USAGE, NO_TRACEBACK, NOT_APPLIED = 0, 1, 2, 3, 4
+OK, NO_MATCH, USAGE, NO_TRACEBACK, NOT_APPLIED, FAILED_LOG = 0, 1, 2, 3, 4, 5
 # From sysexits.h, so a script can tell fixer's own failure from a verdict about the input.
 INTERNAL_ERROR, OUTPUT_ERROR = 70, 74
 

@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fixer.cli.common import NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
+from fixer.cli.common import FAILED_LOG, NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
 
 if TYPE_CHECKING:
     from fixer.explain.match import Explanation, Match
@@ -22,8 +22,17 @@ def example_text(entry_id: str) -> str:
 
 
 def explain_text(
-    text: str, *, top: int, as_json: bool, passthrough: bool, no_input: bool = False, color: ColorChoice = "auto"
+    text: str,
+    *,
+    top: int,
+    as_json: bool,
+    passthrough: bool,
+    no_input: bool = False,
+    color: ColorChoice = "auto",
+    exit_zero: bool = False,
 ) -> int:
+    """Explain the text; passing a log through (plain `fixer` on a pipe), the exit status says whether the
+    log shows a traceback, so `python train.py 2>&1 | fixer` fails a CI job when the script crashed."""
     from fixer.explain.match import Matcher
 
     if not text.strip() and not as_json:  # a script reading --json gets the no-traceback document
@@ -43,8 +52,10 @@ def explain_text(
         print(document.model_dump_json(indent=2))
     else:
         _print_explanation(result, top, passthrough, patches, color)
+    if passthrough:
+        return OK if result.traceback is None or exit_zero else FAILED_LOG
     if result.traceback is None:
-        return OK if passthrough else NO_TRACEBACK
+        return NO_TRACEBACK
     return OK if result.matches else NO_MATCH
 
 

@@ -14,7 +14,8 @@ EXPORT_FORMATS = ("wiki", "json", "html", "notebooks")
 EPILOG = """\
 exit codes: 0 matched / success, 1 no KB entry matches (patch: no automatic patch or nothing to revert;
 lint: problems found), 2 bad usage or unreadable input, 3 no traceback found in the input,
-4 patch not applied (declined, unsafe without --unsafe, or the file changed).
+4 patch not applied (declined, unsafe without --unsafe, or the file changed),
+5 plain `fixer` on a pipe: the log shows a traceback (the program failed; --exit-zero gives 0).
 
 Plain `fixer` with piped input passes the text through live and explains the last
 traceback:  python train.py 2>&1 | fixer
@@ -58,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fixer {__version__}")
     _color_option(parser, "auto")
     _kb_option(parser, [])
+    parser.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="plain `fixer` on a pipe: exit 0 even when the log shows a traceback (default: 5)",
+    )
     # Each command takes --color and --kb too; SUPPRESS keeps `fixer --color never explain` from being reset.
     shared = _Parser(add_help=False)
     _color_option(shared, argparse.SUPPRESS)
