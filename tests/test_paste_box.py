@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CORPUS, ROOT, kb_examples
+from pastes import AFTER_A_CRASH, rich_traceback
 
 from fixer.explain.match import Matcher
 from fixer.kb.catalog import Catalog
@@ -42,6 +43,9 @@ def _cases() -> list[tuple[str, str]]:
             for item in yaml.safe_load(corpus.read_text()):
                 if item.get("traceback"):
                     cases.append((f"{name}:{item['id']}", item["traceback"]))
+    first = kb_examples()[0][2].rstrip("\n") + "\n"
+    cases += [(f"after-a-crash:{n}", first + after) for n, after in enumerate(AFTER_A_CRASH)]
+    cases += [(f"rich:{width}", rich_traceback(width, locals_=width == 80)[0]) for width in (60, 80, 120)]
     return cases
 
 

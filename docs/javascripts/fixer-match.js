@@ -139,7 +139,7 @@ function clean(data, text) {
   text = sub(p.ansi_leftover.source, text, "");
   text = sub(p.link.source, text.replaceAll("\r\n", "\n").replaceAll("\r", "\n"), (_m, inner) => inner);
   text = text.normalize("NFKC").replace(/[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]/gu, (c) => CURLY[c]);
-  let lines = unquoted(data, text.split("\n"));
+  let lines = unboxed(data, unquoted(data, text.split("\n")));
   lines = withoutLogPrefixes(data, lines);
   lines = lines.flatMap((line) => splitRunTogether(data, line));
   return unwrapped(data, lines).join("\n");
@@ -154,6 +154,54 @@ function unquoted(data, lines) {
     }
   }
   return dedent(lines);
+}
+
+/** read.py's _unboxed: a rich.traceback box as the traceback Python prints. */
+function unboxed(data, lines) {
+  const p = data.patterns;
+  if (!lines.some((line) => matchAt(p.box_top.source, line))) return lines;
+  const out = [];
+  let inside = false;
+  let inSource = false;
+  let full = false;
+  let header = "";
+  for (const line of lines) {
+    if (!inside) {
+      inside = Boolean(matchAt(p.box_top.source, line));
+      out.push(inside ? "Traceback (most recent call last):" : line);
+      continue;
+    }
+    if (matchAt(p.box_bottom.source, line)) {
+      inside = inSource = false;
+      header = "";
+      continue;
+    }
+    const row = matchAt(p.box_row.source, line);
+    const text = row ? group(row, "text") : "";
+    const wasFull = row ? [...group(row, "pad")].length <= 1 : false;
+    if (!text) {
+      inSource = Boolean(header) && !inSource;
+      continue;
+    }
+    if ("╭│╰".includes(firstChar(text)) || text.startsWith("... ")) continue;
+    if (inSource) {
+      const source = matchAt(p.box_source.source, text);
+      if (source && group(source, "arrow")) {
+        out.push(frameLine(data, header), "    " + strip(data, (group(source, "code") || "").replaceAll("│", " ")));
+        header = "";
+      }
+    } else {
+      header += full && !header.endsWith(" in") ? text : (header ? " " : "") + text;
+    }
+    full = wasFull;
+  }
+  return out;
+}
+
+function frameLine(data, header) {
+  const frame = fullmatch(data.patterns.box_frame.source, header);
+  if (!frame) return `  File "${header}", line 0`;
+  return `  File "${group(frame, "path")}", line ${group(frame, "line")}, in ${group(frame, "function")}`;
 }
 
 /** Python's textwrap.dedent: blank out whitespace-only lines, drop the indentation all others share. */
@@ -434,6 +482,7 @@ class Scanner {
           break;
         }
         if (this.looksLikeLog(line) && !isSpace(this.data, firstChar(line))) break;
+        if (!blankRun && this.endsTheMessage(this.lines[this.i - 1], line, messageLines.join("\n"))) break;
         blankRun = 0;
       }
       messageLines.push(line);
@@ -450,6 +499,22 @@ class Scanner {
     this.headerType = null;
     this.frames = [];
     this.inTraceback = false;
+  }
+
+  /** parse.py's _ends_the_message: a flush-left line under a complete message is the log going on. */
+  endsTheMessage(previous, line, soFar) {
+    const data = this.data;
+    const first = firstChar(line);
+    if (!first || isSpace(data, first) || line.startsWith("(")) return false;
+    if (line.startsWith("Exception ignored in") || search(this.p.sentence_end.source, previous)) return true;
+    const trimmed = previous.replace(/\s+$/u, "");
+    if ([...trimmed].length < data.constants.WRAPPED_MIN) return !search(this.p.goes_on.source, previous);
+    if (!data.known_messages || trimmed !== previous) return false;
+    const flat = soFar.split(/\s+/u).filter(Boolean).join(" ");
+    for (const found of flat.matchAll(rx(data.known_messages, "gu"))) {
+      if (found.index + found[0].length === flat.length) return true;
+    }
+    return false;
   }
 
   looksLikeLog(line) {
@@ -477,13 +542,17 @@ class Scanner {
   }
 }
 
+/** parse.py's _parse_lines: the last chain with a known message, else the last that names a type. */
 function parseLines(data, lines) {
   const chains = new Scanner(data, lines).run();
   if (!chains.length) return [];
-  for (let k = chains.length - 1; k >= 0; k--) {
-    if (chains[k][chains[k].length - 1].type !== null) return chains[k];
+  const typed = chains.filter((chain) => chain[chain.length - 1].type !== null);
+  if (data.known_messages) {
+    for (let k = typed.length - 1; k >= 0; k--) {
+      if (typed[k].some((raised) => search(data.known_messages, raised.message))) return typed[k];
+    }
   }
-  return chains[chains.length - 1];
+  return typed.length ? typed[typed.length - 1] : chains[chains.length - 1];
 }
 
 function hasMessage(chain) {

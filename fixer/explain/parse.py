@@ -52,6 +52,9 @@ _TYPE_BEFORE = re.compile(rf"(?<![A-Za-z0-9_.])(?P<type>{EXCEPTION_NAME})\s*[:ï¼
 _FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
 # Two processes writing to one terminal can glue their lines: `RuntimeErrorRuntimeError: ...`.
 _REPEATED = re.compile(r"(\w+?)\1+")
+_SENTENCE_END = re.compile(r"\S[.!?)]\s*$")
+_GOES_ON = re.compile(r"[,:;(]\s*$")
+_WRAPPED_MIN = 40  # a line cut at a width is at least this long (rich in a 60-column panel: 59)
 _MAX_MESSAGE_LINES = 60
 # The sentences that identify a device error fit in a few lines; past this a message is a tensor or
 # graph dump, which every signature would otherwise scan in full.
@@ -136,7 +139,7 @@ def parse(text: str, known_messages: re.Pattern[str] | None = None, *, fold_case
     groups = split_ranks(cleaned.split("\n"))
     found: dict[int | None, tuple[RaisedException, ...]] = {}
     for rank, lines in groups.items():
-        chain = _parse_lines(lines)
+        chain = _parse_lines(lines, known_messages)
         if not chain or not chain[-1].message:
             chain = _with_known_message(chain, _known_message(lines, known_messages, fold_case))
         if chain:
@@ -198,7 +201,8 @@ def _has_message(chain: tuple[RaisedException, ...]) -> bool:
 class _Scanner:
     """Walks the lines once, collecting frames and exception lines into chains."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], known: re.Pattern[str] | None = None) -> None:
+        self.known = known  # the KB's messages: one that ends where the message does completes it
         self.header_type: str | None = None
         self.lines = lines
         self.i = 0
@@ -288,6 +292,10 @@ class _Scanner:
                     break
                 if self._looks_like_log(line) and not line[:1].isspace():
                     break
+                if not blank_run and _ends_the_message(
+                    self.lines[self.i - 1], line, "\n".join(message_lines), self.known
+                ):
+                    break
                 blank_run = 0
             message_lines.append(line)
             self.i += 1
@@ -321,6 +329,25 @@ class _Scanner:
             self.current.append(RaisedException(type=self.header_type, message="", frames=tuple(self.frames)))
         self.frames = []
         self.in_traceback = False
+
+
+def _ends_the_message(previous: str, line: str, so_far: str, known: re.Pattern[str] | None) -> bool:
+    """A flush-left line right under the message is the log going on (`done`, `Exception ignored in:`,
+    the next epoch), not more of it, when the message looks complete: its last line ends a sentence, or
+    is too short to have been cut at a terminal's or a mail client's width and does not stop on a comma
+    or a colon, or a known message ends where it does (and it was not folded at a space, as rich leaves
+    one). A message that goes on regardless does so after a blank line (Keras), indented
+    (torch.compile), or in parentheses (an argument note)."""
+    if not line[:1].strip() or line.startswith("("):
+        return False
+    if line.startswith("Exception ignored in") or _SENTENCE_END.search(previous):
+        return True
+    if len(previous.rstrip()) < _WRAPPED_MIN:
+        return not _GOES_ON.search(previous)
+    if known is None or previous != previous.rstrip():
+        return False
+    flat = " ".join(so_far.split())
+    return any(found.end() == len(flat) for found in known.finditer(flat))
 
 
 def _line_number(digits: str | None) -> int | None:
@@ -369,16 +396,19 @@ def _code_after(lines: list[str], i: int) -> tuple[str | None, int]:
     return code, i
 
 
-def _parse_lines(lines: list[str]) -> tuple[RaisedException, ...]:
-    chains = _Scanner(lines).run()
+def _parse_lines(lines: list[str], known: re.Pattern[str] | None = None) -> tuple[RaisedException, ...]:
+    """The chain to explain among all a log holds: the last with a known device message, since what a
+    crash prints after it is launcher noise (torchrun's ChildFailedError, a KeyboardInterrupt at exit);
+    else the last that names an exception. A frames-only fragment (a cut-off paste) only as a last resort."""
+    chains = _Scanner(lines, known).run()
     if not chains:
         return ()
-    # Prefer the last chain that names an exception; a trailing frames-only fragment (a cut-off paste)
-    # is used only when nothing better exists.
-    for chain in reversed(chains):
-        if chain[-1].type is not None:
-            return tuple(chain)
-    return tuple(chains[-1])
+    typed = [chain for chain in chains if chain[-1].type is not None]
+    if known is not None:
+        for chain in reversed(typed):
+            if any(known.search(raised.message) for raised in chain):
+                return tuple(chain)
+    return tuple(typed[-1] if typed else chains[-1])
 
 
 __all__ = ["Frame", "RaisedException", "Traceback", "clean", "parse", "split_ranks"]

@@ -51,6 +51,13 @@ _STARTS_ITS_OWN = re.compile(
     rf"|{EXCEPTION_NAME}\b)"
 )
 _RULER = re.compile(r"[-=_*~ ]+")
+# rich.traceback (Lightning, typer, many CLIs) draws the traceback in a box: a header rule, then per frame
+# `│ path.py:55 in fn │` (wrapped at the box's width) and numbered source lines, `❱` at the failing one.
+_BOX_TOP = re.compile(r"^\s*╭─+ Traceback \(most recent call last\) ─+╮\s*$")
+_BOX_BOTTOM = re.compile(r"^\s*╰─+╯\s*$")
+_BOX_ROW = re.compile(r"^\s*│ ?(?P<text>.*?)(?P<pad>\s*)│?\s*$")
+_BOX_SOURCE = re.compile(r"^(?P<arrow>❱ ?)?\s*(?P<line>\d+)(?: (?P<code>.*))?$")
+_BOX_FRAME = re.compile(r"^(?P<path>\S.*?\.pyx?):(?P<line>\d+) in (?P<function>\S+)$")
 _WRAP_WIDTH_MIN = 60
 
 
@@ -61,7 +68,7 @@ def clean(text: str) -> str:
     text = _ANSI_LEFTOVER.sub("", text)
     text = _LINK.sub(r"\1", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = as_pasted(text)
-    lines = _unquoted(text.split("\n"))
+    lines = _unboxed(_unquoted(text.split("\n")))
     lines = _without_log_prefixes(lines)
     lines = [piece for line in lines for piece in _split_run_together(line)]
     return "\n".join(_unwrapped(lines))
@@ -75,6 +82,49 @@ def _unquoted(lines: list[str]) -> list[str]:
         if nonblank and sum(bool(mark.match(line)) for line in nonblank) * 2 > len(nonblank):
             lines = [mark.sub("", line, count=1) for line in lines]
     return textwrap.dedent("\n".join(lines)).split("\n")
+
+
+def _unboxed(lines: list[str]) -> list[str]:
+    """A rich.traceback box as the traceback Python prints: the header, each frame with its failing line.
+    Each frame in the box is its `path:line in function` rows, a blank row, its numbered source rows
+    (`❱` at the failing one), a blank row; locals panels and hidden-frame notes have no place in it."""
+    if not any(_BOX_TOP.match(line) for line in lines):
+        return lines
+    out: list[str] = []
+    inside = in_source = full = False  # full: the row before filled the box, so rich cut it mid-word
+    header = ""  # rich wraps a frame's `path:line in function` over as many rows as it needs
+    for line in lines:
+        if not inside:
+            inside = bool(_BOX_TOP.match(line))
+            out.append("Traceback (most recent call last):" if inside else line)
+            continue
+        if _BOX_BOTTOM.match(line):
+            inside = in_source = False
+            header = ""
+            continue
+        row = _BOX_ROW.match(line)
+        text, was_full = (row.group("text"), len(row.group("pad")) <= 1) if row else ("", False)
+        if not text:
+            in_source = bool(header) and not in_source
+            continue
+        if text[0] in "╭│╰" or text.startswith("... "):
+            continue
+        if in_source:
+            source = _BOX_SOURCE.match(text)
+            if source and source.group("arrow"):
+                out += [_frame_line(header), "    " + (source.group("code") or "").replace("│", " ").strip()]
+                header = ""
+        else:  # cut mid-word at the box's edge, or folded at a space (`in` always stands before the function)
+            header += text if full and not header.endswith(" in") else (" " if header else "") + text
+        full = was_full
+    return out
+
+
+def _frame_line(header: str) -> str:
+    frame = _BOX_FRAME.match(header)
+    if frame is None:
+        return f'  File "{header}", line 0'
+    return f'  File "{frame["path"]}", line {frame["line"]}, in {frame["function"]}'
 
 
 def as_pasted(text: str) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pastes import AFTER_A_CRASH, rich_traceback
 
 from fixer.explain.parse import MAX_MESSAGE_CHARS, clean, parse
 
@@ -139,7 +140,7 @@ def test_numbers_no_file_or_rank_has_are_read_without_failing(known):
 
 
 def test_a_huge_message_is_cut_to_its_leading_part():
-    message = "RuntimeError: Expected all tensors to be on the same device\n" + ("0.1234 " * 1000 + "\n") * 50
+    message = "RuntimeError: Expected all tensors to be on the same device:\n" + ("0.1234 " * 1000 + "\n") * 50
     tb = parse(message)
     assert tb is not None and len(tb.message) == MAX_MESSAGE_CHARS
     assert tb.message.startswith("Expected all tensors to be on the same device")
@@ -187,3 +188,35 @@ def test_run_together_frames_are_split_into_frame_code_and_error():
 def test_an_error_after_its_source_line_on_one_line_keeps_its_type(catalog):
     tb = parse(case("oneline-source-and-invalid-ordinal")["text"], catalog.known_messages)
     assert (tb.exception, tb.message[:39]) == ("RuntimeError", "CUDA error (10): invalid device ordinal")
+
+
+@pytest.mark.parametrize("after", AFTER_A_CRASH)
+def test_the_device_error_outlives_what_is_printed_after_it(after, known):
+    item = case("full-torchsummary-input-weight-type")
+    alone = parse(item["text"], known)
+    tb = parse(item["text"].rstrip("\n") + "\n" + after, known)
+    assert (tb.exception, tb.message, tb.frames) == (alone.exception, alone.message, alone.frames)
+
+
+def test_a_message_that_goes_on_past_a_full_stop_keeps_its_parenthesis_and_its_indented_lines(known):
+    text = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n"
+        "(when checking argument for argument mat1 in method wrapper_CUDA_addmm)\n"
+    )
+    assert parse(text, known).message.endswith("wrapper_CUDA_addmm)")
+    compiled = "torch._dynamo.exc.TorchRuntimeError: Tensor device mismatch.\n  Explanation: cpu and meta!\n"
+    assert parse(compiled, known).message.endswith("cpu and meta!")
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+@pytest.mark.parametrize("locals_", [False, True], ids=["plain", "locals"])
+def test_a_rich_traceback_reads_as_python_prints_it(width, locals_, known):
+    import traceback
+
+    text, exc = rich_traceback(width, locals_=locals_)
+    tb = parse(text, known)
+    printed = traceback.extract_tb(exc.__traceback__)
+    assert [(f.path, f.line, f.function) for f in tb.frames] == [(f.filename, f.lineno, f.name) for f in printed]
+    assert printed[0].line.strip().startswith(tb.frames[0].code)  # rich crops source lines at its width
+    assert tb.exception == type(exc).__name__
+    assert " ".join(tb.message.split()) == " ".join(str(exc).split())

@@ -1,0 +1,60 @@
+"""Real shapes a device error reaches fixer in that no thread quotes whole: what is printed after a
+crash, and rich.traceback's box, made here by rich itself around a real error.
+
+Shared by tests/explain/test_parse.py (the parser reads them as Python printed them) and
+tests/test_paste_box.py (the site's JavaScript port reads them alike).
+"""
+
+from __future__ import annotations
+
+import io
+
+# What launchers and the interpreter print after a crash, verbatim: torchrun's report (from the log in
+# https://github.com/NotACracker/COTR/issues/15), Python's note on an exception at shutdown, a last log line.
+TORCHRUN_REPORT = """\
+Traceback (most recent call last):
+  File "/opt/conda/envs/cotr/lib/python3.8/site-packages/torch/distributed/launcher/api.py", line 259, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\x20
+============================================================
+tools/train_occ.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-07-05_11:44:10
+  host      : 841d68780d16
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 49992)
+  error_file: <N/A>
+"""
+SHUTDOWN_NOTE = """\
+Exception ignored in: <module 'threading' from '/usr/lib/python3.10/threading.py'>
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/threading.py", line 1567, in _shutdown
+    lock.acquire()
+KeyboardInterrupt
+"""
+AFTER_A_CRASH = [TORCHRUN_REPORT, SHUTDOWN_NOTE, "done\n", "Epoch 3 finished\n"]
+
+
+def rich_traceback(width: int, *, locals_: bool) -> tuple[str, BaseException]:
+    """A real rich.traceback of a real device error, as Lightning or typer print one."""
+    import torch
+    from rich.console import Console
+    from rich.traceback import Traceback
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def forward_through_a_layer_with_a_rather_long_name(weight: torch.Tensor) -> torch.Tensor:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return torch.nn.functional.linear(torch.ones(2, 4).to("cuda:0"), weight)
+
+    try:
+        forward_through_a_layer_with_a_rather_long_name(torch.ones(4, 4))
+    except RuntimeError as exc:
+        out = io.StringIO()
+        Console(file=out, width=width, color_system=None).print(Traceback(show_locals=locals_))
+        return out.getvalue(), exc
+    raise AssertionError("the mismatch did not raise")
