@@ -70,7 +70,7 @@ def test_plain_fixer_passes_piped_text_through_then_explains_and_fails_like_the_
 
 
 def test_plain_fixer_fails_on_a_traceback_it_cannot_explain_too():
-    result = fixer(stdin="step 1\n" + 'Traceback (most recent call last):\n  File "t.py", line 1\nKeyError: \'x\'\n')
+    result = fixer(stdin="step 1\n" + "Traceback (most recent call last):\n  File \"t.py\", line 1\nKeyError: 'x'\n")
     assert result.returncode == FAILED_LOG
 
 
