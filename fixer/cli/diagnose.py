@@ -56,7 +56,7 @@ def diagnose(args: argparse.Namespace) -> int:
     elif args.markdown:
         from fixer.output.issue_report import issue_markdown
 
-        block = issue_markdown(findings, shown, text.strip() if text else None)
+        block = issue_markdown(findings, shown, result.traceback if result is not None else None)
         print(_redacted(block) if args.redact else block, end="")
     else:
         _print(findings, shown, unchecked, args.color)
@@ -119,7 +119,9 @@ def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, st
     }
     if not redact:
         return payload
-    return json.loads(_redacted(json.dumps(payload, default=str)))
+    from fixer.output.redact import redact_data
+
+    return redact_data(json.loads(json.dumps(payload, default=str)))
 
 
 def _redacted(text: str) -> str:

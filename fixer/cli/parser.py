@@ -138,7 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     output = diagnose.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="findings and matches as JSON")
     output.add_argument("--markdown", action="store_true", help="a <details> block to paste into an issue")
-    diagnose.add_argument("--redact", action="store_true", help="show paths as HOME: and SITE-PACKAGES:")
+    diagnose.add_argument(
+        "--redact",
+        action="store_true",
+        help="for a public post: paths from the package or home on (SITE-PACKAGES:, HOME:), no user or host names, "
+        "no tokens, keys or signed URLs",
+    )
     diagnose.add_argument("--no-input", action="store_true", help="never ask follow-up questions")
 
     run = commands.add_parser(

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
+
 from fixer.output.redact import redact
 
 # The frame lines as a Linux venv, a pyenv install and a Windows venv print them.
@@ -20,11 +25,95 @@ def test_home_and_installed_packages_are_redacted():
     assert "alice" not in out and "bob" not in out
 
 
-def test_a_home_that_is_a_prefix_of_another_name_is_left_alone():
-    assert redact("/home/alicex/run.py", home="/home/alice", package_dirs=()) == "/home/alicex/run.py"
+def test_a_home_that_is_a_prefix_of_another_name_is_that_other_home():
+    assert redact("/home/alicex/run.py", home="/home/alice", package_dirs=(), names=()) == "HOME:/run.py"
 
 
 def test_this_interpreters_package_folder_is_redacted():
     import torch
 
     assert redact(torch.__file__, home="/nonexistent").startswith("SITE-PACKAGES:")
+
+
+# A training job's log as a launcher prints it, with each kind of secret a log carries, around a real
+# traceback (https://github.com/pytorch/pytorch/issues/4534's frames, with a home, a mount and Windows).
+SECRETS = {
+    "user": "alice",
+    "other_user": "bob",
+    "host": "gpu-node-17",
+    "team_mount": "team-vision",
+    "hf_token": "hf_QwErTyUiOpAsDfGhJkLzXcVbNm123456",
+    "github_token": "ghp_0123456789abcdefABCDEF0123456789abcd",
+    "aws_key_id": "AKIAIOSFODNN7EXAMPLE",
+    "url_signature": "9f86d081884c7d659a2feaa0c55ad015",
+    "url_password": "hunter2hunter2",
+    "wandb_key": "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567",
+    "email": "alice.smith@example-lab.org",
+}
+LOG = (
+    f"{SECRETS['user']}@{SECRETS['host']}:~/proj$ HF_TOKEN={SECRETS['hf_token']} torchrun train.py\n"
+    f"export WANDB_API_KEY={SECRETS['wandb_key']}\n"
+    f"git remote: https://{SECRETS['user']}:{SECRETS['url_password']}@git.example.com/vision.git\n"
+    f"Downloading https://bucket.s3.amazonaws.com/ckpt.pt?X-Amz-Credential={SECRETS['aws_key_id']}"
+    f"%2F20240101&X-Amz-Signature={SECRETS['url_signature']}\n"
+    + "".join(f"step {i} loss 0.{i:03d} lr 1e-4\n" for i in range(300))
+    + f"Run by {SECRETS['email']} with token {SECRETS['github_token']}\n"
+    "Traceback (most recent call last):\n"
+    f'  File "/home/{SECRETS["user"]}/proj/train.py", line 88, in <module>\n'
+    "    loss = model(batch)\n"
+    f'  File "/mnt/{SECRETS["team_mount"]}/shared/loader.py", line 12, in collate\n'
+    "    return torch.stack(items)\n"
+    f'  File "C:\\Users\\{SECRETS["other_user"]}\\venv\\Lib\\site-packages\\torch\\nn\\modules\\module.py", line 1501,'
+    " in _call_impl\n"
+    "    return forward_call(*args, **kwargs)\n"
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n"
+    f"{SECRETS['user']}@{SECRETS['host']}:~/proj$ \n"
+)
+
+
+def test_a_log_with_every_kind_of_secret_gives_a_report_with_none_of_them(tmp_path):
+    """The report holds the traceback and the facts only; no secret of the log, nor the log, survives."""
+    log = tmp_path / "train.log"
+    log.write_text(LOG)
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "diagnose", "--traceback", str(log), "--markdown", "--redact"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = done.stdout
+    assert [name for name, secret in SECRETS.items() if secret.lower() in report.lower()] == []
+    assert "step 17 loss" not in report and "torchrun train.py" not in report
+    assert 'File "HOME:/proj/train.py", line 88, in <module>' in report
+    assert 'File ".../loader.py", line 12, in collate' in report
+    assert "SITE-PACKAGES:\\torch\\nn\\modules\\module.py" in report
+    assert "found at least two devices, cuda:0 and cpu!" in report
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("    tokens = tokenizer(text, return_tensors='pt')", "tokens = tokenizer(text, return_tensors='pt')"),
+        ("    out = x@W.t() / scale", "out = x@W.t() / scale"),
+        ("see https://github.com/pytorch/pytorch/issues/4534", "https://github.com/pytorch/pytorch/issues/4534"),
+        ("expected cuda:0 and cpu/meta tensors", "expected cuda:0 and cpu/meta tensors"),
+    ],
+)
+def test_code_urls_and_messages_without_secrets_are_left_as_written(text, kept):
+    assert kept in redact(text, home="/home/alice", package_dirs=(), names=())
+
+
+@pytest.mark.parametrize(
+    "prompt", ["alice@gpu-node-17:~/proj$ ls", "(venv) [alice@gpu-node-17 proj]$ ls", "root@c0ffee12:/workspace# ls"]
+)
+def test_a_shell_prompt_loses_its_user_and_host(prompt):
+    out = redact(prompt, home="/nonexistent", package_dirs=(), names=())
+    assert "USER@HOST" in out and "alice" not in out and "gpu-node" not in out and "c0ffee" not in out
+    assert out.endswith(" ls")
+
+
+def test_this_machines_user_and_host_names_go_wherever_they_appear():
+    out = redact("checkpoint saved by carol on dgx-station-2", home="/nonexistent", names=("carol", "dgx-station-2"))
+    assert "carol" not in out and "dgx-station-2" not in out
