@@ -50,7 +50,7 @@ def traceback_text(traceback: Traceback) -> str:
 def _raised_text(raised: RaisedException) -> str:
     lines = ["Traceback (most recent call last):"] if raised.frames else []
     for frame in raised.frames:
-        where = f', line {frame.line}' if frame.line is not None else ""
+        where = f", line {frame.line}" if frame.line is not None else ""
         function = f", in {frame.function}" if frame.function else ""
         lines.append(f'  File "{frame.path}"{where}{function}')
         if frame.code:
