@@ -54,7 +54,38 @@ def environment_findings(
 ) -> list[Finding]:
     """Verdicts from the machine's facts (or why they could not be read), sharpened by what the
     traceback names when there is one. `elsewhere`: the traceback came from another machine (none of
-    its files is here), so what this one lacks rules nothing out."""
+    its files is here). A traceback that shows a tensor on a device this machine does not have came
+    from another machine too. Then this machine's facts confirm and rule out nothing: they are context."""
+    findings = _verdicts(facts, evidence, elsewhere=elsewhere)
+    if isinstance(facts, str) or not (elsewhere or _shows_a_device_missing_here(facts, evidence)):
+        return findings
+    return [_as_context(finding) for finding in findings]
+
+
+def _shows_a_device_missing_here(facts: dict[str, Any], evidence: Evidence | None) -> bool:
+    """A tensor the message puts on `cuda:3` (or MPS) lived where the error happened: a machine without
+    that device is not the one. Messages about a device that is missing name none (`invalid device
+    ordinal`, `deserialize object on CUDA device 2`), and neither do the stand-ins (meta) count."""
+    if evidence is None or not facts.get("torch"):
+        return False
+    count = int(facts.get("device_count") or 0) if facts.get("cuda_available") else 0
+    for device in evidence.devices:
+        kind, _, ordinal = device.lower().removeprefix("torch.").partition(":")
+        if kind.startswith("cuda") and (count == 0 or (ordinal.isdigit() and int(ordinal) >= count)):
+            return True
+        if kind == "mps" and not facts.get("mps_available"):
+            return True
+    return False
+
+
+def _as_context(finding: Finding) -> Finding:
+    if finding.verdict not in ("confirms", "rules-out"):
+        return finding
+    why = f"{finding.summary} (a fact about this machine; the traceback comes from another, so it decides nothing)"
+    return Finding(finding.probe, "info", why, finding.entries, finding.facts)
+
+
+def _verdicts(facts: dict[str, Any] | str, evidence: Evidence | None, *, elsewhere: bool) -> list[Finding]:
     if isinstance(facts, str):
         return [Finding("env-torch-build", "could-not-check", facts)]
     if not facts.get("torch"):

@@ -118,9 +118,9 @@ def test_old_torch_confirms_fused_step_counters_left_on_the_cpu(here, catalog, m
         e.traceback for e in catalog.get("optimizer-state-after-resume").examples if "fused_adam" in e.traceback
     )
     evidence = matcher.explain(fused).evidence
-    old = environment_findings({**here, "torch": "2.0.1+cu118"}, evidence)
+    old = environment_findings({**_gpus(here, 1), "torch": "2.0.1+cu118"}, evidence)
     assert ("confirms", "optimizer-state-after-resume") in {(f.verdict, e) for f in old for e in f.entries}
-    new = environment_findings({**here, "torch": "2.4.0"}, evidence)
+    new = environment_findings({**_gpus(here, 1), "torch": "2.4.0"}, evidence)
     assert "confirms" not in {f.verdict for f in new if f.probe == "env-torch-version"}
 
 
@@ -146,3 +146,38 @@ def test_a_traceback_from_another_machine_is_not_ruled_out_by_what_this_one_lack
         if f.verdict == "rules-out" and f.probe in ("env-libraries", "env-keras")
         for e in f.entries
     }
+
+
+def _cpu_only(facts: dict) -> dict:
+    return {**facts, "cuda_build": None, "hip_build": None, "cuda_available": False, "device_count": 0,
+            "devices": [], "mps_available": False}  # fmt: skip
+
+
+# https://github.com/SamLynnEvans/Transformer/issues/30: tensors on cuda:0 and on the CPU, so a GPU ran it.
+ON_A_GPU = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+)
+# https://github.com/facebookresearch/detectron2/issues/460: raised because the machine running it has no CUDA.
+NO_CUDA = "AssertionError: Torch not compiled with CUDA enabled"
+
+
+def test_a_cpu_machine_confirms_nothing_about_an_error_that_ran_on_a_gpu(here, matcher):
+    findings = environment_findings(_cpu_only(here), matcher.explain(ON_A_GPU).evidence)
+    decided = [(f.probe, f.verdict, f.entries) for f in findings if f.verdict in ("confirms", "rules-out")]
+    assert decided == []
+    build = next(f for f in findings if "torch-not-compiled-with-cuda" in f.entries)
+    assert build.verdict == "info" and "the traceback comes from another" in build.summary
+
+
+def test_a_cpu_machine_confirms_the_causes_that_are_about_it(here, matcher):
+    findings = environment_findings(_cpu_only(here), matcher.explain(NO_CUDA).evidence)
+    assert _verdicts(findings, "torch-not-compiled-with-cuda") == {"confirms"}
+    ordinal = environment_findings(_gpus(here, 1), matcher.explain(ORDINAL).evidence)
+    assert _verdicts(ordinal, "torch-load-missing-ordinal") == {"confirms"}
+
+
+@pytest.mark.parametrize(("gpus", "decides"), [(1, False), (2, True)])
+def test_a_gpu_the_machine_lacks_makes_its_facts_context(here, matcher, gpus, decides):
+    evidence = matcher.explain(ON_A_GPU.replace("cuda:0 and cpu", "cuda:1 and cuda:0")).evidence
+    findings = environment_findings(_gpus(here, gpus), evidence)
+    assert any(f.verdict in ("confirms", "rules-out") for f in findings) is decides

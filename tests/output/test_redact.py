@@ -35,8 +35,9 @@ def test_this_interpreters_package_folder_is_redacted():
     assert redact(torch.__file__, home="/nonexistent").startswith("SITE-PACKAGES:")
 
 
-# A training job's log as a launcher prints it, with each kind of secret a log carries, around a real
-# traceback (https://github.com/pytorch/pytorch/issues/4534's frames, with a home, a mount and Windows).
+# A training job's log as a launcher prints it, with each kind of secret a log carries, around a traceback
+# whose frames sit in a home, on a shared mount and in a Windows venv; the secrets are made up, in the
+# shapes their services issue.
 SECRETS = {
     "user": "alice",
     "other_user": "bob",
