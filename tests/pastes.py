@@ -9,10 +9,21 @@ from __future__ import annotations
 
 import io
 
-# What launchers and the interpreter print after a crash, verbatim: torchrun's report (from the log in
-# https://github.com/NotACracker/COTR/issues/15), Python's note on an exception at shutdown, a last log line.
+# What launchers and the interpreter print after a crash: torchrun's report as the log in
+# https://github.com/NotACracker/COTR/issues/15 shows it (its frames and report verbatim, under the header
+# line Python prints above them), Python's note on an exception at shutdown, a last log line.
 TORCHRUN_REPORT = """\
 Traceback (most recent call last):
+  File "/opt/conda/envs/cotr/lib/python3.8/site-packages/torch/distributed/launch.py", line 193, in <module>
+    main()
+  File "/opt/conda/envs/cotr/lib/python3.8/site-packages/torch/distributed/launch.py", line 189, in main
+    launch(args)
+  File "/opt/conda/envs/cotr/lib/python3.8/site-packages/torch/distributed/launch.py", line 174, in launch
+    run(args)
+  File "/opt/conda/envs/cotr/lib/python3.8/site-packages/torch/distributed/run.py", line 710, in run
+    elastic_launch(
+  File "/opt/conda/envs/cotr/lib/python3.8/site-packages/torch/distributed/launcher/api.py", line 131, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
   File "/opt/conda/envs/cotr/lib/python3.8/site-packages/torch/distributed/launcher/api.py", line 259, in launch_agent
     raise ChildFailedError(
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\x20
