@@ -1,15 +1,26 @@
 """An excepthook (and its IPython twin) that explains device-placement errors where they happen.
 
 The original traceback always prints first and unchanged; fixer's explanation follows only when a
-KB entry matches, so installing the hook never hides an error.
+KB entry matches, so installing the hook never hides an error. The error was raised in this very
+process, so what the process knows ranks the causes too: the libraries it can import and the devices
+it has (an accelerate cause is no cause where accelerate is not installed). Errors that end a thread
+are explained like those that end the program, and installing twice explains once.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import traceback
+from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fixer.diagnose.findings import Finding
+    from fixer.explain.evidence import Evidence
+
+_INSTALLED = "__fixer_hook__"  # marks the hooks fixer set, so a second install() leaves them be
 
 
 def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> bool:
@@ -25,18 +36,45 @@ def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: Tra
         return False
     if result.traceback is None or not result.matches:
         return False
+    from fixer.diagnose.rerank import rerank
+
+    result = replace(result, matches=rerank(result.matches, process_findings(result.evidence)))
     render.console(stderr=True).print(render.explanation(result, top=3))
     return True
 
 
+def process_findings(evidence: Evidence | None) -> list[Finding]:
+    """This process's facts as verdicts on the causes; none when reading them fails, since the error
+    being explained must still be."""
+    from fixer.diagnose.environment import environment_findings
+    from fixer.diagnose.machine import collect
+
+    try:
+        return environment_findings(collect(), evidence, this_process=True)
+    except Exception:  # CUDA may be past answering after the error; the explanation goes on without
+        return []
+
+
 def install() -> None:
-    previous = sys.excepthook
+    if not getattr(sys.excepthook, _INSTALLED, False):
+        previous = sys.excepthook
 
-    def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-        previous(exc_type, exc, tb)
-        explain_exception(exc_type, exc, tb)
+        def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+            previous(exc_type, exc, tb)
+            explain_exception(exc_type, exc, tb)
 
-    sys.excepthook = hook
+        setattr(hook, _INSTALLED, True)
+        sys.excepthook = hook
+    if not getattr(threading.excepthook, _INSTALLED, False):
+        previous_thread = threading.excepthook
+
+        def thread_hook(args: threading.ExceptHookArgs) -> None:
+            previous_thread(args)
+            if args.exc_value is not None:
+                explain_exception(args.exc_type, args.exc_value, args.exc_traceback)
+
+        setattr(thread_hook, _INSTALLED, True)
+        threading.excepthook = thread_hook
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -3,25 +3,9 @@
 // nothing the user pastes is ever parsed as HTML or run.
 
 import { explain } from "./fixer-match.js";
+import { loadData, SITE_ROOT } from "./kb-data.js";
 
-const DATA_URL = new URL("../assets/fixer-kb.json", import.meta.url);
-const SITE_ROOT = new URL("../", import.meta.url);
 const SHOWN = 5;
-
-let loading = null;
-
-function loadData() {
-  if (!loading) {
-    loading = fetch(DATA_URL).then((response) => {
-      if (!response.ok) throw new Error(`cannot load the knowledge base (${response.status})`);
-      return response.json();
-    });
-    loading.catch(() => {
-      loading = null;
-    });
-  }
-  return loading;
-}
 
 function element(tag, text, className) {
   const node = document.createElement(tag);

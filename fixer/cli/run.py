@@ -121,7 +121,7 @@ def _machine_findings(text: str) -> list[Finding]:
         facts = collect()
     except Exception as exc:  # CUDA may be past answering after the error: say so, keep the report
         return [Finding("env-cuda", "could-not-check", f"reading the devices failed: {type(exc).__name__}: {exc}")]
-    return environment_findings(facts, extract(tb) if tb is not None else None)
+    return environment_findings(facts, extract(tb) if tb is not None else None, this_process=True)
 
 
 def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Explanation:

@@ -50,14 +50,22 @@ def read_machine(timeout: float = TIMEOUT_S) -> dict[str, Any] | str:
 
 
 def environment_findings(
-    facts: dict[str, Any] | str, evidence: Evidence | None = None, *, elsewhere: bool = False
+    facts: dict[str, Any] | str,
+    evidence: Evidence | None = None,
+    *,
+    elsewhere: bool = False,
+    this_process: bool = False,
 ) -> list[Finding]:
     """Verdicts from the machine's facts (or why they could not be read), sharpened by what the
     traceback names when there is one. `elsewhere`: the traceback came from another machine (none of
     its files is here). A traceback that shows a tensor on a device this machine does not have came
-    from another machine too. Then this machine's facts confirm and rule out nothing: they are context."""
-    findings = _verdicts(facts, evidence, elsewhere=elsewhere)
-    if isinstance(facts, str) or not (elsewhere or _shows_a_device_missing_here(facts, evidence)):
+    from another machine too, unless it was raised in `this_process` (`fixer run`, the hooks), where a
+    stand-in (FakeTensorMode) can show one. Facts about another machine's error confirm and rule out
+    nothing: they are context."""
+    findings = _verdicts(facts, evidence, elsewhere=elsewhere and not this_process)
+    if isinstance(facts, str) or this_process:
+        return findings
+    if not (elsewhere or _shows_a_device_missing_here(facts, evidence)):
         return findings
     return [_as_context(finding) for finding in findings]
 

@@ -46,6 +46,7 @@ class Flavour:
     tabs: Callable[[list[tuple[str, str]]], str]  # (label, Markdown) -> the blocks side by side, or in turn
     note: Callable[[str, str, str], str]  # (kind, title, Markdown) -> a callout
     folded: Callable[[str, str, str], str]  # (kind, title, Markdown) -> a block the reader opens
+    unsearched: Callable[[str], str] = lambda markdown: markdown  # kept out of a search index (quiz answers)
 
 
 def _material_tabs(tabs: list[tuple[str, str]]) -> str:
@@ -57,6 +58,8 @@ MATERIAL = Flavour(
     tabs=_material_tabs,
     note=lambda kind, title, body: f'!!! {kind} "{title}"\n\n' + _indent(body),
     folded=lambda kind, title, body: f'??? {kind} "{title}"\n\n' + _indent(body),
+    # the search plugin leaves out what carries data-search-exclude; md_in_html renders the Markdown inside
+    unsearched=lambda markdown: f"<div data-search-exclude markdown>\n\n{markdown}\n\n</div>",
 )
 
 
@@ -134,7 +137,7 @@ def entry_page(entry: Entry, flavour: Flavour = MATERIAL) -> str:
         flavour.folded(
             "question",
             f"Check yourself: {quiz.question.strip()}",
-            f"{options}\n\n**Answer:** {quiz.answer}\n\n{quiz.explanation.strip()}",
+            f"{options}\n\n" + flavour.unsearched(f"**Answer:** {quiz.answer}\n\n{quiz.explanation.strip()}"),
         )
     )
     return "\n\n".join(parts) + "\n"
