@@ -71,3 +71,17 @@ def test_the_training_path_is_on_the_site_and_kept_out_of_search(site, catalog):
         assert f'href="../entries/{entry.id}/"' in page, entry.id
     index = json.loads((site / "search" / "search_index.json").read_text())
     assert not [doc["location"] for doc in index["docs"] if doc["location"].startswith("training")]
+
+
+def test_quiz_answers_are_kept_out_of_the_search_index(site, catalog):
+    """Search previews show indexed text: an answer there would give the quiz away."""
+    index = json.dumps(json.loads((site / "search" / "search_index.json").read_text()))
+    assert "Answer:" not in index
+    for entry in catalog:
+        assert entry.quiz.explanation.strip()[:60] not in index, entry.id
+
+
+def test_the_python_api_has_a_page_naming_each_entry_point(site):
+    page = (site / "python-api" / "index.html").read_text()
+    for name in ("fixer.audit(", "fixer.install()", "%load_ext fixer"):
+        assert name in page, name

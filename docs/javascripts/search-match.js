@@ -7,7 +7,7 @@
 import { explain } from "./fixer-match.js";
 import { loadData, SITE_ROOT } from "./kb-data.js";
 
-const MIN_CHARS = 20; // a message, not a word or two: "state_steps" is material's to answer
+const MIN_WORDS = 4; // a message, not a word or two: "state_steps" or a kernel's name is material's to answer
 const WAIT_MS = 120;
 
 let pinned = null; // the item to keep first in the results, for the query now in the box
@@ -38,7 +38,7 @@ function place(list) {
 
 async function update(query, list) {
   pinned = null;
-  if (query.trim().length >= MIN_CHARS) {
+  if (query.trim().split(/\s+/u).length >= MIN_WORDS) {
     try {
       const best = explain(await loadData(), query).matches[0];
       if (best && best.wording > 0) pinned = item(best);
