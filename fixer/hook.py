@@ -31,16 +31,29 @@ def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: Tra
 
     text = "".join(traceback.format_exception(exc_type, exc, tb))
     try:
-        result = Matcher(load()).explain(text)
+        catalog = load()
     except KBError:
         return False
+    result = Matcher(catalog).explain(text)
     if result.traceback is None or not result.matches:
         return False
     from fixer.diagnose.rerank import rerank
 
-    result = replace(result, matches=rerank(result.matches, process_findings(result.evidence)))
+    observed = rerank(result.matches, live_findings(exc), catalog, observed=True)
+    result = replace(result, matches=rerank(observed, process_findings(result.evidence)))
     render.console(stderr=True).print(render.explanation(result, top=3))
     return True
+
+
+def live_findings(exc: BaseException) -> list[Finding]:
+    """What the objects in the failing frames show, read while the traceback keeps them alive: the same
+    probes `fixer run` runs after a failure."""
+    try:
+        from fixer.diagnose.live import probe_failure
+
+        return probe_failure(exc)
+    except Exception:  # the explanation goes on without them
+        return []
 
 
 def process_findings(evidence: Evidence | None) -> list[Finding]:

@@ -24,7 +24,7 @@ import traceback
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -51,9 +51,11 @@ class Culprit:
     registered: bool = True  # False for a layer the model calls but keeps in a plain list or dict
     loss: bool = False
     hook_device: str | None = None  # where an accelerate hook on the module runs it, when one does
+    plain: dict[str, str] = field(default_factory=dict)  # tensors kept as plain attributes: .to() skips them
 
     def describe(self) -> str:
-        own = "; ".join(f"{name} on {device}" for name, device in self.own.items()) or "no own tensors"
+        held = {**self.own, **{f"plain attribute {name}": device for name, device in self.plain.items()}}
+        own = "; ".join(f"{name} on {device}" for name, device in held.items()) or "no own tensors"
         inputs = "; ".join(f"{name} on {device}" for name, device in self.inputs.items()) or "no tensor inputs"
         rest = f"; the rest of the model on {self.model_device}" if self.model_device else ""
         return f"`{self.path}` ({self.kind}): {own}; {inputs}{rest}"
@@ -82,7 +84,8 @@ class _Watch:
         counts = Counter(str(p.device) for p in root.parameters())
         main = counts.most_common(1)[0][0] if counts and module is not root else None
         loss = isinstance(module, nn.modules.loss._Loss)
-        return Culprit(path, type(module).__name__, own, inputs, main, registered, loss, _hook_device(module))
+        plain = {name: str(value.device) for name, value in vars(module).items() if isinstance(value, torch.Tensor)}
+        return Culprit(path, type(module).__name__, own, inputs, main, registered, loss, _hook_device(module), plain)
 
 
 def _hook_device(module: nn.Module) -> str | None:
@@ -133,6 +136,19 @@ def culprit_findings(culprit: Culprit) -> list[Finding]:
         why = f"`{culprit.path}` is on {', '.join(sorted(own))} but its input on {', '.join(sorted(inputs))}"
         entry = "model-not-moved" if own == {"cpu"} else "inputs-not-moved"
         return [Finding("module-devices", "confirms", why, (entry,))]
+    where = own | inputs | ({model} if model else set())
+    stray = {name: device for name, device in culprit.plain.items() if device not in where}
+    if stray and where:
+        kept = ", ".join(f"`{name}` on {device}" for name, device in stray.items())
+        kind = "a plain attribute" if len(stray) == 1 else "plain attributes"
+        why = f"`{culprit.path}` keeps {kept} as {kind}, which .to() skips; the rest is on {', '.join(sorted(where))}"
+        return [Finding("module-plain-tensor-attributes", "confirms", why, ("plain-tensor-attribute",))]
+    if len(where) == 1 and inputs:
+        why = (
+            f"everything `{culprit.path}` holds or is given is on {next(iter(where))}, yet its forward met another "
+            "device: a tensor it made while running"
+        )
+        return [Finding("module-devices", "confirms", why, ("tensor-created-without-device",))]
     return []
 
 

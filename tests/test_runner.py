@@ -118,8 +118,8 @@ CASES = {
     "plain-attribute": (
         PLAIN_ATTRIBUTE,
         "plain-tensor-attribute",
-        "module-plain-tensor-attributes: tensors stored as plain attributes, which .to() and DataParallel skip: "
-        "scale on cpu",
+        "module-plain-tensor-attributes: `<model>` keeps `scale` on cpu as a plain attribute, which .to() skips; "
+        "the rest is on cuda:0",
     ),
     "layers-in-a-list": (
         LAYERS_IN_A_LIST,

@@ -125,11 +125,16 @@ def _machine_findings(text: str) -> list[Finding]:
 
 
 def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Explanation:
+    """The traceback's ranking, re-ranked with what the failing process showed: the failing module, the
+    objects in its frames (observed, so they weigh most), then the machine (as `diagnose` weighs it)."""
     result = matcher.explain(text)
-    if findings and result.matches:
+    if findings and result.traceback is not None:
         from fixer.diagnose.rerank import rerank
 
-        result = replace(result, matches=rerank(result.matches, list(findings)))
+        machine = [f for f in findings if f.probe.startswith("env-")]
+        live = [f for f in findings if not f.probe.startswith("env-")]
+        matches = rerank(result.matches, live, matcher.catalog, observed=True)
+        result = replace(result, matches=rerank(matches, machine))
     return result
 
 

@@ -247,11 +247,72 @@ def probe_frame_tensors(exc: BaseException) -> list[Finding]:
             return [Finding("frame-tensor-devices", "confirms", f"`{text}` hands NumPy {listed}", entries, facts)]
         why = f"`{text}` hands NumPy only CPU tensors, which it can read"
         return [Finding("frame-tensor-devices", "rules-out", why, entries, facts)]
+    placed = _called_module(failing, step.frame) if failing is not None else None
+    if placed is not None:
+        text, callee, weights, given = placed
+        listed = ", ".join(f"{k} on {v}" for k, v in given.items())
+        why = f"`{text}` has its weights on {', '.join(sorted(weights))} and is given {listed}"
+        owner = step.frame.f_locals.get("self")
+        if isinstance(owner, nn.Module) and all(callee is not part for part in owner.modules()):
+            why += f", and {type(owner).__name__} runs it without registering it (.to() never reached it)"
+            entry = "submodules-in-plain-container"
+        else:
+            entry = "model-not-moved" if weights == {"cpu"} else "inputs-not-moved"
+        return [Finding("frame-tensor-devices", "confirms", why, (entry,), facts)]
+    made = _made_in_forward(step, tensors)
+    if made is not None:
+        module, device, stray = made
+        listed = ", ".join(f"`{k}` on {v}" for k, v in stray.items())
+        why = f"{module}'s forward made {listed} while its weights and inputs are on {device}"
+        return [Finding("frame-tensor-devices", "confirms", why, ("tensor-created-without-device",), facts)]
     if not tensors:
         return [Finding("frame-tensor-devices", "info", f"no tensors in your failing frame ({where})", facts=facts)]
     listed = ", ".join(f"{k} on {v}" for k, v in list(tensors.items())[:8])
     more = f" and {len(tensors) - 8} more" if len(tensors) > 8 else ""
     return [Finding("frame-tensor-devices", "info", f"at {where}: {listed}{more}", facts=facts)]
+
+
+def _weights(module: nn.Module) -> set[str]:
+    return {str(t.device) for t in (*module.parameters(), *module.buffers())}
+
+
+def _called_module(
+    failing: _Failing, frame: FrameType
+) -> tuple[str, nn.Module, set[str], dict[str, str]] | None:
+    """A module the failing expression calls with a tensor on a device none of its weights is on: the
+    model left behind, or the batch."""
+    for node in ast.walk(failing.node):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = _resolve(node.func, frame)
+        if not isinstance(callee, nn.Module):
+            continue
+        weights = _weights(callee)
+        given = _tensor_devices([*node.args, *(keyword.value for keyword in node.keywords)], frame)
+        if weights and given and set(given.values()) - weights:
+            return ast.unparse(node.func), callee, weights, given
+    return None
+
+
+def _made_in_forward(step: _Step, tensors: dict[str, str]) -> tuple[str, str, dict[str, str]] | None:
+    """In a module's method whose weights and tensor arguments share one device, the locals on another
+    device were made while it ran (`torch.arange(n)` without device=)."""
+    owner = step.frame.f_locals.get("self")
+    if not isinstance(owner, nn.Module):
+        return None
+    weights = _weights(owner)
+    code = step.frame.f_code
+    arguments = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    given = {tensors[name] for name in arguments if name in tensors}
+    if len(weights) != 1 or not given <= weights:
+        return None
+    device = next(iter(weights))
+    stray = {
+        name: where
+        for name, where in tensors.items()
+        if name.isidentifier() and name in step.frame.f_locals and name not in arguments and where != device
+    }
+    return (type(owner).__name__, device, stray) if stray else None
 
 
 def _device_at_failure(exc: BaseException) -> tuple[torch.device | None, str]:
