@@ -276,9 +276,7 @@ def _weights(module: nn.Module) -> set[str]:
     return {str(t.device) for t in (*module.parameters(), *module.buffers())}
 
 
-def _called_module(
-    failing: _Failing, frame: FrameType
-) -> tuple[str, nn.Module, set[str], dict[str, str]] | None:
+def _called_module(failing: _Failing, frame: FrameType) -> tuple[str, nn.Module, set[str], dict[str, str]] | None:
     """A module the failing expression calls with a tensor on a device none of its weights is on: the
     model left behind, or the batch."""
     for node in ast.walk(failing.node):
