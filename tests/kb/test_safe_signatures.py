@@ -1,0 +1,84 @@
+"""No entry can make matching hang: a regex that nests unbounded repeats is refused when the entry is
+read (a team's too), and every regex of the KB finishes quickly on text made to make it work hard."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from fixer.explain.parse import MAX_MESSAGE_CHARS
+from fixer.kb.catalog import KBError, load
+from fixer.kb.schema import Signature
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(a+)+b", r"(\w+\s?)*x", r"((ab)*c)*", r"(?:cuda:\d+,?\s*)+!", r"(?=(\S+\s*)+$)x", r"(x|y+)*z"]
+)
+def test_a_repeated_repetition_is_refused(pattern):
+    with pytest.raises(ValidationError, match="repeats a repetition"):
+        Signature(pattern=pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(?:\s+\w+){0,3} device", r"found at least two devices, \S+ and \S+!", r"(?:ab){2,64}", r"a+b+c*"]
+)
+def test_single_and_bounded_repeats_are_allowed(pattern):
+    assert Signature(pattern=pattern).pattern == pattern
+
+
+def test_a_team_entry_that_could_hang_matching_is_skipped_with_one_line(tmp_path):
+    data = yaml.safe_load((ROOT / "kb" / "model-not-moved.yaml").read_text())
+    data["id"] = "our-slow-entry"
+    data["signatures"] = [{"pattern": r"(\w+\s?)*device!", "weight": 40}]
+    (tmp_path / "our-slow-entry.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    catalog = load(ROOT / "kb", team=[tmp_path])
+    assert catalog.get("our-slow-entry") is None
+    assert len(catalog.problems) == 1 and "\n" not in catalog.problems[0]
+    assert catalog.problems[0].startswith("our-slow-entry.yaml: signatures.0.pattern:")
+    with pytest.raises(KBError, match="repeats a repetition"):
+        load(ROOT / "kb", team=[tmp_path], strict=True)
+
+
+def _patterns(catalog) -> list[str]:
+    found = set()
+    for entry in catalog:
+        for signature in entry.signatures:
+            found.update(p for p in (signature.pattern, signature.exception) if p)
+        for rule in entry.evidence:
+            found.update(
+                value for name in ("message", "text", "exception", "argument", "op", "frame")
+                if (value := getattr(rule.when, name))
+            )  # fmt: skip
+    return sorted(found)
+
+
+# Text made to make a regex work hard, each as long as the longest message fixer reads: long runs of
+# what repeats match (letters, spaces, word-and-space, digits, separators), the start of a known message
+# over and over, and near misses that fail at their very end.
+_UNIT = [
+    "a", " ", "word ", "0", "/", ":", "(", "cuda:0 ", "\t\n", "ab",
+    "Expected all tensors to be on the same device, ", "but found at least two devices, cuda:0 and ",
+    "wrapper_CUDA_", "torch.cuda.FloatTensor ", "'x' ",
+]  # fmt: skip
+ADVERSARIAL = [(unit * (MAX_MESSAGE_CHARS // len(unit)))[:MAX_MESSAGE_CHARS] + "\x00" for unit in _UNIT]
+
+
+def test_every_regex_of_the_kb_finishes_quickly_on_text_made_to_make_it_work_hard(catalog):
+    """A linear pattern scans 8,000 characters in well under a millisecond per text; one that
+    backtracks takes seconds to years. The bound leaves a slow CI machine a hundredfold margin."""
+    slowest = []
+    for pattern in _patterns(catalog):
+        compiled = re.compile(pattern)
+        start = time.perf_counter()
+        for text in ADVERSARIAL:
+            compiled.search(text)
+        slowest.append((time.perf_counter() - start, pattern))
+    slowest.sort(reverse=True)
+    assert slowest[0][0] < 0.5, f"{slowest[0][1]!r} took {slowest[0][0]:.2f} s on {len(ADVERSARIAL)} texts"
