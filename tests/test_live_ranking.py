@@ -39,25 +39,36 @@ def _script(bug: str) -> str:
     return (BUGS / f"{bug}.py").read_text()
 
 
+def _run(bug: str, where: Path, hooked: bool) -> subprocess.CompletedProcess:
+    """The script under `fixer run`, or run by python with `fixer.install()` first."""
+    script = where / f"{bug}.py"
+    script.write_text(("import fixer\nfixer.install()\n" if hooked else "") + _script(bug))
+    command = [sys.executable, script.name] if hooked else [sys.executable, "-m", "fixer", "run", script.name]
+    return subprocess.run(command, cwd=where, env=ENV, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool], subprocess.CompletedProcess]:
+    """All twelve processes, three at once: each pays a torch import."""
+    with ThreadPoolExecutor(3) as pool:
+        started = {
+            (bug, hooked): pool.submit(_run, bug, tmp_path_factory.mktemp(bug), hooked)
+            for bug in CAUSES
+            for hooked in (False, True)
+        }
+        return {key: run.result() for key, run in started.items()}
+
+
 @pytest.mark.parametrize("bug", CAUSES)
-def test_fixer_run_puts_the_observed_cause_first(bug, tmp_path):
-    script = tmp_path / f"{bug}.py"
-    script.write_text(_script(bug))
-    done = subprocess.run(
-        [sys.executable, "-m", "fixer", "run", script.name],
-        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+def test_fixer_run_puts_the_observed_cause_first(bug, runs):
+    done = runs[bug, False]
     assert done.returncode == 1
     assert _first(done.stderr) == CAUSES[bug], done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("bug", CAUSES)
-def test_install_puts_the_observed_cause_first(bug, tmp_path):
-    script = tmp_path / f"{bug}.py"
-    script.write_text("import fixer\nfixer.install()\n" + _script(bug))
-    done = subprocess.run(
-        [sys.executable, script.name], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False
-    )
+def test_install_puts_the_observed_cause_first(bug, runs):
+    done = runs[bug, True]
     assert done.returncode == 1
     assert _first(done.stderr) == CAUSES[bug], done.stderr[-3000:]
 
