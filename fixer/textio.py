@@ -13,6 +13,7 @@ import re
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -67,6 +68,84 @@ class BoundedText:
             return "\n".join(self.tail)
         kept = self.anchor[: tail_start - self.anchor_start]
         return "\n".join([*kept, *self.tail])
+
+
+_RANKED = re.compile(r"^\[(?:rank|default)(\d{1,7})\]:")
+BLOCK_LINES = 400  # a traceback and its message: longer runs are a log going on after it
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int  # where its header is in the stream, from 1
+    text: str
+
+
+class TracebackBlocks:
+    """Every traceback in an unbounded stream, each as the lines from its header on, in bounded memory:
+    `fixer scan` reads whole job logs, where the lines between tracebacks are most of the bytes. Chained
+    exceptions stay in one block, and each torchrun rank's lines (`[rank3]: ...`) make blocks of their
+    own, since ranks interleave. `starts` also opens a block at a line no traceback header precedes: a
+    known message a logger printed alone."""
+
+    def __init__(self, starts: Callable[[str], bool] = lambda line: False) -> None:
+        self.starts = starts
+        self.count = 0
+        self._partial = ""
+        self._open: dict[str | None, tuple[int, list[str]]] = {}  # by rank: header line, lines so far
+        self._last: dict[str | None, str] = {}  # the last non-blank line of each rank
+        self.done: list[Block] = []
+
+    def feed(self, chunk: str) -> None:
+        data = self._partial + chunk
+        held = data.endswith("\r")
+        parts = _LINE_END.split(data[:-1] if held else data)
+        self._partial = parts.pop()[:MAX_LINE_CHARS] + ("\r" if held else "")
+        for line in parts:
+            self._add(line[:MAX_LINE_CHARS])
+
+    def _add(self, line: str) -> None:
+        self.count += 1
+        ranked = _RANKED.match(line)
+        rank = ranked.group(1) if ranked else None
+        block = self._open.get(rank)
+        if _HEADER in line and not (block and _CHAIN.search(self._last.get(rank, ""))):
+            self._close(rank)
+            block = self._open[rank] = (self.count, [])
+        elif block is None and self.starts(line):
+            block = self._open[rank] = (self.count, [])
+        if block is not None:
+            block[1].append(line)
+            if len(block[1]) >= BLOCK_LINES:
+                self._close(rank)
+        if line.strip():
+            self._last[rank] = line
+
+    def _close(self, rank: str | None) -> None:
+        block = self._open.pop(rank, None)
+        if block is not None:
+            self.done.append(Block(block[0], "\n".join(block[1])))
+
+    def finish(self) -> list[Block]:
+        if self._partial:
+            self._add(self._partial.removesuffix("\r"))
+            self._partial = ""
+        for rank in list(self._open):
+            self._close(rank)
+        return sorted(self.done, key=lambda block: block.line)
+
+
+def file_blocks(path: Path, starts: Callable[[str], bool] = lambda line: False) -> list[Block]:
+    """Every traceback in a file, read a chunk at a time in any encoding `read_file` reads."""
+    decoder = _Decoder()
+    blocks = TracebackBlocks(starts)
+    try:
+        with path.open("rb") as handle:
+            for chunk in _chunks(handle.read):
+                blocks.feed(decoder.decode(chunk))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    blocks.feed(decoder.decode(b"", final=True))
+    return blocks.finish()
 
 
 def _chunks(read: Callable[[int], bytes]) -> Iterable[bytes]:

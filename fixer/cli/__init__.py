@@ -151,6 +151,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from fixer.cli.run import run
 
         return run(args.script, args.args, color=args.color)
+    if args.command == "scan":
+        from fixer.cli.scan import scan
+
+        form = "json" if args.json else "csv" if args.csv else "table"
+        return scan(args.paths, workers=args.workers, dask=args.dask, form=form, color=args.color)
     if args.command == "train":
         from fixer.cli.train import train
 

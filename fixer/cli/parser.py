@@ -166,6 +166,24 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", parents=[shared], help="list KB entries", description="List the KB entries.")
     listing.add_argument("--json", action="store_true", help="ids and titles as JSON")
 
+    scan = commands.add_parser(
+        "scan",
+        parents=[shared],
+        help="find every traceback in many logs and group them by cause and fingerprint",
+        description="Read every file under the PATHs (a cluster's job logs), find each traceback in them, rank its "
+        "cause on the text alone, and group them by cause and by fingerprint (exception, normalised message and "
+        "user frames). Uses every local core, or the workers of a Dask cluster with --dask.",
+        epilog="exit codes: 0 tracebacks found, 2 bad usage or a missing path, 3 no traceback in any file.",
+    )
+    scan.add_argument("paths", nargs="+", metavar="PATH", help="log files, or directories to read every file under")
+    scan_output = scan.add_mutually_exclusive_group()
+    scan_output.add_argument("--json", action="store_true", help="the groups and every traceback as JSON")
+    scan_output.add_argument("--csv", action="store_true", help="one row per traceback, for a spreadsheet")
+    scan.add_argument("--workers", type=_positive, metavar="N", help="local processes (default: one per core)")
+    scan.add_argument(
+        "--dask", metavar="ADDRESS", help="scan on this Dask scheduler's workers instead (tcp://host:8786)"
+    )
+
     train = commands.add_parser(
         "train",
         parents=[shared],

@@ -30,6 +30,7 @@ ColorChoice = Literal["auto", "always", "never"]
 
 if TYPE_CHECKING:  # only other commands render these; explain must not import them
     from fixer.diagnose.findings import Finding
+    from fixer.fleet.scan import Triage
     from fixer.kb.evaluate import Score
     from fixer.kb.lint import EntryStats
     from fixer.patching.plan import Patch
@@ -285,6 +286,32 @@ def exercise_answer(exercise: Exercise, chosen: int) -> Group:
         Text(f"  More: fixer show {entry.id}", style="dim"),
         Text(),
     )
+
+
+def triage_view(result: Triage, shown: int) -> RenderableType:
+    """What a scan found: the causes, then the fingerprints that recur most."""
+    parts: list[RenderableType] = [Text(f"{result.tracebacks} traceback(s) in {result.files} file(s)")]
+    if result.tracebacks:
+        causes = Table(box=None, header_style="bold")
+        causes.add_column("cause")
+        causes.add_column("tracebacks", justify="right")
+        causes.add_column("files", justify="right")
+        for cause, count, files in result.causes:
+            causes.add_row(cause or "(no KB entry)", str(count), str(files))
+        groups = Table(box=None, header_style="bold")
+        for column in ("fingerprint", "tracebacks", "files", "cause", "error", "first seen"):
+            groups.add_column(
+                column, overflow="fold", no_wrap=column != "error", ratio=1 if column == "error" else None
+            )
+        for group in result.groups[:shown]:
+            error = ": ".join(part for part in ((group.exception or "").rsplit(".", 1)[-1], group.message) if part)
+            where = f"{group.first[0]}:{group.first[1]}"
+            groups.add_row(group.fingerprint, str(group.count), str(len(group.files)), group.cause or "-", error, where)
+        parts += [Text(), Text("By cause", style="bold cyan"), _Indent(causes, by=0)]
+        parts += [Text(), Text("By fingerprint", style="bold cyan"), _Indent(groups, by=0)]
+        if len(result.groups) > shown:
+            parts.append(Text(f"... and {len(result.groups) - shown} more fingerprints (--json or --csv lists all)"))
+    return Group(*parts)
 
 
 def entry_list(entries: list[Entry]) -> RenderableType:

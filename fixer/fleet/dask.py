@@ -1,0 +1,24 @@
+"""`fixer scan --dask ADDRESS`: the same scan on a Dask cluster, for more logs than one machine holds.
+
+Dask because a scan is a map of one pure function over files, which is what `dask.bag` does, and
+because platform teams already run it where training runs: on Kubernetes, and on Slurm or PBS through
+dask-jobqueue, from pip alone, with no JVM (Spark) and no object store to size (Ray). Each worker
+process builds its own matcher once; the workers must see the files at the paths given (a shared
+file system), as they see the job logs they are pointed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fixer.fleet.scan import Found, scan_file
+
+
+def scan_on_dask(files: Sequence[str], address: str, team: tuple[str, ...] = ()) -> list[Found]:
+    import dask.bag as db
+    from distributed import Client
+
+    with Client(address) as client:
+        partitions = max(1, min(len(files), 8 * max(1, len(client.nthreads()))))
+        bag = db.from_sequence(list(files), npartitions=partitions).map(scan_file, team).flatten()
+        return list(client.compute(bag).result())

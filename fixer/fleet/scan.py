@@ -1,0 +1,174 @@
+"""Scan job logs: find every traceback, rank its cause on the text alone, and group what was found.
+
+`scan_file` is a pure function of a file's bytes and the KB, so the same call runs in this process, in
+a pool of local processes (`scan`), or on the workers of a Dask cluster (`fixer.fleet.dask`). Each
+process builds its matcher once. The code the frames name is not read: the logs come from other
+machines, whose files are not here.
+
+A fingerprint groups the same failure across jobs, as Sentry groups events: the exception type, the
+normalised message (devices as kinds, numbers and paths as placeholders) and the user frames by file
+name and function, hashed. Two ranks of one job that fail alike share it; so do two jobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PurePath
+
+from fixer import textio
+from fixer.explain.evidence import extract
+from fixer.explain.match import Matcher
+from fixer.explain.narrow import settled
+from fixer.explain.normalise import normalise
+from fixer.explain.parse import Traceback, parse
+from fixer.kb.catalog import load
+
+MAX_SHOWN_MESSAGE = 200
+# Most log lines are progress: the KB's messages are sought only in lines that could hold one.
+_MAY_BE_AN_ERROR = re.compile(r"rror|xception|evice|CUDA|cuda|numpy|backend")
+
+
+@dataclass(frozen=True)
+class Found:
+    """One traceback in one log."""
+
+    file: str
+    line: int
+    exception: str | None
+    message: str  # its first line, cut at MAX_SHOWN_MESSAGE characters
+    cause: str | None  # the KB entry ranked first, if any
+    score: int
+    certain: bool  # the first place leads clearly (see fixer.explain.narrow)
+    fingerprint: str
+    rank: int | None = None
+
+
+@lru_cache(maxsize=4)
+def _matcher(team: tuple[str, ...]) -> Matcher:
+    return Matcher(load(team=[Path(d) for d in team]), read_code=False)
+
+
+def scan_file(path: str, team: tuple[str, ...] = ()) -> list[Found]:
+    """Every traceback in the file at `path`; a file that cannot be read yields none (the CLI says which)."""
+    matcher = _matcher(team)
+    known = matcher.catalog.known_messages
+    try:
+        blocks = textio.file_blocks(
+            Path(path), lambda line: _MAY_BE_AN_ERROR.search(line) is not None and bool(known.search(line))
+        )
+    except textio.InputError:
+        return []
+    return [found for block in blocks if (found := _found(path, block, matcher)) is not None]
+
+
+def _found(path: str, block: textio.Block, matcher: Matcher) -> Found | None:
+    tb = parse(block.text, matcher.catalog.known_messages)
+    if tb is None or not (tb.exception or tb.message):
+        return None
+    matches = matcher.rank(extract(tb, read_code=False))
+    first = matches[0] if matches else None
+    line = tb.message.strip().split("\n", 1)[0] if tb.message.strip() else ""
+    return Found(
+        file=path,
+        line=block.line,
+        exception=tb.exception,
+        message=line[:MAX_SHOWN_MESSAGE],
+        cause=first.id if first else None,
+        score=first.score if first else 0,
+        certain=settled(matches),
+        fingerprint=fingerprint(tb),
+        rank=tb.rank,
+    )
+
+
+def fingerprint(tb: Traceback) -> str:
+    exception = (tb.exception or "").rsplit(".", 1)[-1]
+    frames = [f"{PurePath(f.path.replace(chr(92), '/')).name}:{f.function}" for f in tb.all_frames if f.is_user]
+    parts = [exception, normalise(tb.message.strip().split("\n", 1)[0]), *frames]
+    return hashlib.sha1("\n".join(parts).encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def expand(paths: Sequence[str]) -> list[str]:
+    """The files named, and every file under the directories named, sorted; hidden ones left out."""
+    files: list[str] = []
+    for given in paths:
+        root = Path(given)
+        if root.is_dir():
+            for folder, dirs, names in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                files += [os.path.join(folder, name) for name in sorted(names) if not name.startswith(".")]
+        else:
+            files.append(given)
+    return files
+
+
+def scan(
+    files: Sequence[str],
+    *,
+    workers: int = 1,
+    team: tuple[str, ...] = (),
+    advance: Callable[[], None] = lambda: None,
+) -> list[Found]:
+    """Every traceback in every file, on `workers` processes; `advance` is called once a file."""
+    found: list[Found] = []
+    if workers <= 1:
+        for path in files:
+            found += scan_file(path, team)
+            advance()
+        return found
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for result in pool.map(scan_file, files, [team] * len(files), chunksize=max(1, len(files) // (workers * 8))):
+            found += result
+            advance()
+    return found
+
+
+@dataclass
+class Group:
+    """Tracebacks with one fingerprint."""
+
+    fingerprint: str
+    cause: str | None
+    exception: str | None
+    message: str
+    count: int = 0
+    files: set[str] = field(default_factory=set)
+    first: tuple[str, int] = ("", 0)
+
+
+@dataclass(frozen=True)
+class Triage:
+    causes: list[tuple[str | None, int, int]]  # cause, tracebacks, files: most tracebacks first
+    groups: list[Group]  # most tracebacks first
+    files: int
+    tracebacks: int
+
+
+def triage(found: Iterable[Found], files: int) -> Triage:
+    groups: dict[str, Group] = {}
+    by_cause: Counter[str | None] = Counter()
+    cause_files: defaultdict[str | None, set[str]] = defaultdict(set)
+    total = 0
+    for item in found:
+        total += 1
+        group = groups.get(item.fingerprint)
+        if group is None:
+            group = groups[item.fingerprint] = Group(
+                item.fingerprint, item.cause, item.exception, item.message, first=(item.file, item.line)
+            )
+        group.count += 1
+        group.files.add(item.file)
+        by_cause[item.cause] += 1
+        cause_files[item.cause].add(item.file)
+    causes = sorted(
+        ((cause, n, len(cause_files[cause])) for cause, n in by_cause.items()), key=lambda c: (-c[1], c[0] or "~")
+    )
+    ordered = sorted(groups.values(), key=lambda g: (-g.count, g.fingerprint))
+    return Triage(causes, ordered, files, total)
