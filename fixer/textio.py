@@ -72,6 +72,7 @@ class BoundedText:
 
 _RANKED = re.compile(r"^\[(?:rank|default)(\d{1,7})\]:")
 BLOCK_LINES = 400  # a traceback and its message: longer runs are a log going on after it
+PREFACE_LINES = 10  # a known message this close above a traceback is its own, or a warning about it
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class TracebackBlocks:
         self.count = 0
         self._partial = ""
         self._open: dict[str | None, tuple[int, list[str]]] = {}  # by rank: header line, lines so far
+        self._bare: set[str | None] = set()  # the ranks whose open block a known message started
         self._last: dict[str | None, str] = {}  # the last non-blank line of each rank
         self.done: list[Block] = []
 
@@ -108,11 +110,15 @@ class TracebackBlocks:
         ranked = _RANKED.match(line)
         rank = ranked.group(1) if ranked else None
         block = self._open.get(rank)
-        if _HEADER in line and not (block and _CHAIN.search(self._last.get(rank, ""))):
+        preface = rank in self._bare and block is not None and len(block[1]) <= PREFACE_LINES
+        if preface and _HEADER in line:
+            self._bare.discard(rank)  # the message a logger printed above its traceback: one block, one error
+        elif _HEADER in line and not (block and _CHAIN.search(self._last.get(rank, ""))):
             self._close(rank)
             block = self._open[rank] = (self.count, [])
         elif block is None and self.starts(line):
             block = self._open[rank] = (self.count, [])
+            self._bare.add(rank)
         if block is not None:
             block[1].append(line)
             if len(block[1]) >= BLOCK_LINES:
@@ -121,6 +127,7 @@ class TracebackBlocks:
             self._last[rank] = line
 
     def _close(self, rank: str | None) -> None:
+        self._bare.discard(rank)
         block = self._open.pop(rank, None)
         if block is not None:
             self.done.append(Block(block[0], "\n".join(block[1])))

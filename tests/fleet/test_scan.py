@@ -155,3 +155,13 @@ def test_a_dask_cluster_finds_what_this_machine_finds(logs, capsys):
         assert main(["scan", "--json", "--dask", cluster.scheduler_address, root]) == OK
     there = json.loads(capsys.readouterr().out)
     assert there == here
+
+
+@pytest.mark.parametrize(("entry", "number"), [("accelerate-offloaded-model-moved", 2), ("default-cuda-vs-cuda-n", 4)])
+def test_a_message_printed_just_above_its_traceback_makes_one_finding(entry, number, catalog, tmp_path):
+    """accelerate warns in its own words right before raising; a logger may print the message first."""
+    text = catalog.get(entry).examples[number - 1].traceback
+    log = tmp_path / "job.log"
+    log.write_text(NOISE + text.rstrip("\n") + "\n" + NOISE)
+    [item] = scan_file(str(log))
+    assert item.cause == entry
