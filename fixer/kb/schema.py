@@ -34,7 +34,7 @@ def _compiles(pattern: str | None) -> str | None:
             re.compile(pattern)
         except (re.error, OverflowError, RecursionError) as exc:  # `a{4294967296}`, thousands of nested groups
             raise ValueError(f"regex {pattern!r} does not compile: {exc or type(exc).__name__}") from None
-        if _repeats_a_repetition(_sre_parser.parse(pattern)):
+        if _REPEATED_GROUP.search(pattern) and _repeats_a_repetition(_sre_parser.parse(pattern)):
             raise ValueError(
                 f"regex {pattern!r} repeats a repetition (like `(a+)+` or `(\\w+\\s?)*`), which can take "
                 "exponential time on text that almost matches: write the inner part without its own + or *"
@@ -42,6 +42,9 @@ def _compiles(pattern: str | None) -> str | None:
     return pattern
 
 
+# Only a group can hold a repeat, so only a repeated group can nest one: the parse, as costly as the
+# compile, is kept for the few patterns that have one.
+_REPEATED_GROUP = re.compile(r"\)[*+{]")
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", _sre.MAX_REPEAT)}
 _UNBOUNDED = 64  # a repeat allowed more times than this counts as unbounded for backtracking
 
