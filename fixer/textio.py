@@ -88,8 +88,11 @@ class TracebackBlocks:
     own, since ranks interleave. `starts` also opens a block at a line no traceback header precedes: a
     known message a logger printed alone."""
 
-    def __init__(self, starts: Callable[[str], bool] = lambda line: False) -> None:
+    def __init__(
+        self, starts: Callable[[str], bool] = lambda line: False, may_start: Callable[[str], bool] = lambda text: False
+    ) -> None:
         self.starts = starts
+        self.may_start = may_start  # whether `starts` could accept any line of this text: False skips them all
         self.count = 0
         self._partial = ""
         self._open: dict[str | None, tuple[int, list[str]]] = {}  # by rank: header line, lines so far
@@ -102,6 +105,9 @@ class TracebackBlocks:
         held = data.endswith("\r")
         parts = _LINE_END.split(data[:-1] if held else data)
         self._partial = parts.pop()[:MAX_LINE_CHARS] + ("\r" if held else "")
+        if not self._open and _HEADER not in data and not self.may_start(data):
+            self.count += len(parts)  # most of a log: progress lines no block starts at, skipped whole
+            return
         for line in parts:
             self._add(line[:MAX_LINE_CHARS])
 
@@ -141,10 +147,12 @@ class TracebackBlocks:
         return sorted(self.done, key=lambda block: block.line)
 
 
-def file_blocks(path: Path, starts: Callable[[str], bool] = lambda line: False) -> list[Block]:
+def file_blocks(
+    path: Path, starts: Callable[[str], bool] = lambda line: False, may_start: Callable[[str], bool] = lambda t: False
+) -> list[Block]:
     """Every traceback in a file, read a chunk at a time in any encoding `read_file` reads."""
     decoder = _Decoder()
-    blocks = TracebackBlocks(starts)
+    blocks = TracebackBlocks(starts, may_start)
     try:
         with path.open("rb") as handle:
             for chunk in _chunks(handle.read):

@@ -31,8 +31,13 @@ from fixer.explain.parse import Traceback, parse
 from fixer.kb.catalog import load
 
 MAX_SHOWN_MESSAGE = 200
-# Most log lines are progress: the KB's messages are sought only in lines that could hold one.
+# Most log lines are progress: the KB's messages are sought only in lines (and chunks of lines) that
+# could hold one.
 _MAY_BE_AN_ERROR = re.compile(r"rror|xception|evice|CUDA|cuda|numpy|backend")
+
+
+def _may_be_an_error(text: str) -> bool:
+    return _MAY_BE_AN_ERROR.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,7 @@ def scan_file(path: str, team: tuple[str, ...] = ()) -> list[Found]:
     known = matcher.catalog.known_messages
     try:
         blocks = textio.file_blocks(
-            Path(path), lambda line: _MAY_BE_AN_ERROR.search(line) is not None and bool(known.search(line))
+            Path(path), lambda line: _may_be_an_error(line) and bool(known.search(line)), _may_be_an_error
         )
     except textio.InputError:
         return []
