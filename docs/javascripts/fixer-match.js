@@ -760,7 +760,7 @@ function holds(rule, ev) {
   const w = rule.when;
   const hasLibrary = (lib) => [...ev.libraries].some((l) => l === lib || l.startsWith(lib + "."));
   const checks = {
-    message: () => ev.messages.some((m) => search(w.message, m)),
+    message: () => (ev.messages.length ? ev.messages : [""]).some((m) => search(w.message, m)),
     text: () => Boolean(search(w.text, ev.text)),
     exception: () => Boolean(ev.exception && fullmatch(w.exception, rsplitLast(ev.exception, "."))),
     argument: () => Boolean(ev.argument && fullmatch(w.argument, ev.argument)),

@@ -246,7 +246,7 @@ def _competes(signature: Reason | None, resembles: bool, evidence_points: int, *
 def _holds(rule: _Rule, ev: Evidence) -> bool:
     when, rx = rule.when, rule.compiled
     checks = (
-        ("message", lambda: any(rx["message"].search(m) for m in ev.messages)),
+        ("message", lambda: any(rx["message"].search(m) for m in ev.messages or ("",))),  # none: an empty one
         ("text", lambda: bool(rx["text"].search(ev.text))),
         (
             "exception",

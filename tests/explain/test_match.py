@@ -39,7 +39,9 @@ def test_dev_corpus_accuracy(matcher, catalog):
     misses = "\n".join(f"  {i}: want {list(w)}, got {g}" for i, w, g in score.misses)
     overall = score.overall
     print(f"\ndev corpus: top-1 {overall.top1_rate:.2f}, top-3 {overall.top3_rate:.2f}, n={overall.n}")
-    assert overall.top1_rate >= 0.85, f"top-1 {overall.top1_rate:.2f}; misses:\n{misses}"
+    # 0.85 while a rule matched the function names of one book's fine-tuning code; without it that frames-
+    # only paste is in the top 3 but not first, which is all its text can say (issue 10: no project fingerprints)
+    assert overall.top1_rate >= 0.83, f"top-1 {overall.top1_rate:.2f}; misses:\n{misses}"
     assert overall.top3_rate >= 0.97, f"top-3 {overall.top3_rate:.2f}; misses:\n{misses}"
 
 
