@@ -165,11 +165,17 @@ def new(text: str, *, entry_id: str | None, source: str | None, output: str | No
             f"next: save it as {draft.id}.yaml, fill in the TODO fields, then `fixer kb lint --kb DIR`", file=sys.stderr
         )
         return OK
+    from fixer.kb.catalog import default_root
+    from fixer.kb.draft import SCHEMA_BESIDE, with_schema
+
     path = Path(output)
     if path.is_dir() or output.endswith(("/", os.sep)):
         path = path / f"{draft.id}.yaml"
-    _write_new(path, draft.yaml, force=force)
+    built_in = path.parent.resolve() == default_root().resolve()
+    _write_new(path, draft.yaml if built_in else with_schema(draft.yaml, SCHEMA_BESIDE), force=force)
     print(f"wrote {path}", file=sys.stderr)
+    if not built_in and not (path.parent / SCHEMA_BESIDE).exists():
+        print(f"for completion in your editor: fixer kb schema -o {path.parent / SCHEMA_BESIDE}", file=sys.stderr)
     if path.stem != draft.id:
         print(f"note: `fixer kb lint` wants the entry {draft.id!r} in a file named {draft.id}.yaml", file=sys.stderr)
     print(f"next: fill in the TODO fields, then `{_lint_command(path.parent)}`", file=sys.stderr)

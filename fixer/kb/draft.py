@@ -22,7 +22,23 @@ from fixer.explain.normalise import normalise
 from fixer.kb.catalog import MAX_ENTRY_BYTES, Catalog
 from fixer.kb.schema import ENTRY_ID, Entry
 
-HEADER = "# yaml-language-server: $schema=../docs/schema/entry.schema.json\n"
+SCHEMA_IN_KB = "../docs/schema/entry.schema.json"  # from kb/ in fixer's own tree
+SCHEMA_BESIDE = "entry.schema.json"  # in a team's directory: `fixer kb schema -o DIR/entry.schema.json`
+
+
+def header(schema: str) -> str:
+    """The line that gives editors (YAML language servers) the entry schema, for completion and checks."""
+    return f"# yaml-language-server: $schema={schema}\n"
+
+
+HEADER = header(SCHEMA_IN_KB)
+
+
+def with_schema(draft: str, schema: str) -> str:
+    """The draft pointing its editor at `schema` instead of the built-in KB's."""
+    return header(schema) + draft.removeprefix(HEADER)
+
+
 PLACEHOLDER_SOURCE = "https://example.com/TODO-link-to-the-public-thread"
 SIGNATURE_WEIGHT = 40
 MAX_SIGNATURE = 160  # characters of regex: a sentence or two of the message, which a person can still read

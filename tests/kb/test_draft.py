@@ -330,3 +330,11 @@ def test_kb_new_without_a_traceback_exits_no_traceback(shipped_kb):
     with pytest.raises(CliError, match="no traceback") as refused:
         new("nothing went wrong\n", entry_id=None, source=None, output=None, force=False)
     assert refused.value.code == NO_TRACEBACK
+
+
+def test_a_draft_in_a_team_directory_points_its_editor_at_a_schema_beside_it(shipped_kb, tmp_path, capsys):
+    """`../docs/schema/...` exists only in fixer's own tree; a team's directory gets the schema beside it."""
+    assert new(DEVICE_ERROR, entry_id="cpu-batch", source=None, output=str(tmp_path), force=False) == OK
+    first = (tmp_path / "cpu-batch.yaml").read_text().split("\n", 1)[0]
+    assert first == "# yaml-language-server: $schema=entry.schema.json"
+    assert f"fixer kb schema -o {tmp_path / 'entry.schema.json'}" in capsys.readouterr().err
