@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,3 +93,24 @@ def gloo(tmp_path: Path) -> Iterator[None]:
         yield
     finally:
         dist.destroy_process_group()
+
+
+def missing_imports(code: str) -> list[str]:
+    """The top-level packages `code` imports that are not installed here: a repro of a library's error
+    (bitsandbytes, keras) cannot show it without that library."""
+    tops = {
+        name.split(".")[0]
+        for node in ast.walk(ast.parse(code))
+        for name in (
+            [a.name for a in node.names] if isinstance(node, ast.Import)
+            else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            else []
+        )
+    }  # fmt: skip
+    return sorted(top for top in tops if importlib.util.find_spec(top) is None)
+
+
+def first_causes(report: str) -> list[str]:
+    """The entry each explanation in a report puts first, in order (a notebook's copy is coloured)."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", report)
+    return re.findall(r"Most likely cause:\s*\n.*?\n\s*([a-z0-9-]+) · score", plain, re.S)

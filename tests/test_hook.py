@@ -4,12 +4,12 @@ once however often it is installed, and for errors that end a thread too."""
 from __future__ import annotations
 
 import importlib.util
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import first_causes
 
 # https://github.com/huggingface/accelerate/issues/767, as its reporter pasted it: meta and cpu, the mark
 # of accelerate's hooks, which this process cannot have without accelerate installed.
@@ -29,15 +29,10 @@ def _run(tmp_path: Path, body: str) -> str:
     return done.stderr
 
 
-def _first(stderr: str) -> list[str]:
-    """The entry each explanation puts first, in the order they were printed."""
-    return re.findall(r"Most likely cause:\s*\n.*?\n\s*([a-z0-9-]+) · score", stderr, re.S)
-
-
 def test_installing_twice_explains_once_after_the_usual_traceback(tmp_path):
     stderr = _run(tmp_path, f"fixer.install()\nfixer.install()\nraise RuntimeError({FUSED!r})\n")
     assert stderr.index("Traceback (most recent call last)") < stderr.index("Most likely cause")
-    assert _first(stderr) == ["optimizer-state-after-resume"]
+    assert first_causes(stderr) == ["optimizer-state-after-resume"]
 
 
 def test_an_error_that_ends_a_thread_is_explained(tmp_path):
@@ -49,11 +44,11 @@ def test_an_error_that_ends_a_thread_is_explained(tmp_path):
     )
     stderr = _run(tmp_path, body)
     assert "Exception in thread" in stderr
-    assert _first(stderr) == ["optimizer-state-after-resume"]
+    assert first_causes(stderr) == ["optimizer-state-after-resume"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("accelerate") is not None, reason="accelerate is installed here")
 def test_a_cause_this_process_cannot_have_does_not_come_first(tmp_path, matcher):
     assert matcher.explain(META_AND_CPU.replace("\\n", "\n")).matches[0].id == "accelerate-hooks-conflict"
     stderr = _run(tmp_path, f'fixer.install()\nraise RuntimeError("{META_AND_CPU}")\n')
-    assert _first(stderr) and _first(stderr)[0] != "accelerate-hooks-conflict"
+    assert first_causes(stderr) and first_causes(stderr)[0] != "accelerate-hooks-conflict"

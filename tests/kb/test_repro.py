@@ -3,11 +3,10 @@ and its fixed code runs. CPU stand-ins (FakeTensorMode, meta) where possible; re
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 from pathlib import Path
 
 import pytest
+from conftest import missing_imports
 
 from fixer.kb.catalog import load
 from fixer.kb.repro import run_script, trimmed
@@ -18,17 +17,7 @@ _PARAMS = [pytest.param(e.id, id=e.id, marks=_MARKS.get(e.repro.needs, (pytest.m
 
 
 def _skip_without_imports(code: str) -> None:
-    """A repro of a library's error needs that library (bitsandbytes, keras): absent, it cannot show it."""
-    tops = {
-        name.split(".")[0]
-        for node in ast.walk(ast.parse(code))
-        for name in (
-            [a.name for a in node.names] if isinstance(node, ast.Import)
-            else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
-            else []
-        )
-    }  # fmt: skip
-    missing = sorted(top for top in tops if importlib.util.find_spec(top) is None)
+    missing = missing_imports(code)
     if missing:
         pytest.skip(f"the repro imports {', '.join(missing)}, not installed here")
 

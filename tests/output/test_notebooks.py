@@ -5,9 +5,7 @@ a few seconds of CPU, so several run at once and each test waits only for its ow
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import importlib.util
 import re
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import missing_imports
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -43,24 +42,10 @@ _RANKED = [
 ]
 
 
-def _missing_imports(code: str) -> list[str]:
-    """A repro of a library's error needs that library (bitsandbytes, keras): absent, it cannot show it."""
-    tops = {
-        name.split(".")[0]
-        for node in ast.walk(ast.parse(code))
-        for name in (
-            [a.name for a in node.names] if isinstance(node, ast.Import)
-            else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
-            else []
-        )
-    }  # fmt: skip
-    return sorted(top for top in tops if importlib.util.find_spec(top) is None)
-
-
 def _exercise(catalog: Catalog, entry_id: str) -> Entry:
     entry = catalog.get(entry_id)
     assert entry is not None and entry.repro is not None
-    missing = _missing_imports(entry.repro.code + "\n" + entry.repro.fixed)
+    missing = missing_imports(entry.repro.code + "\n" + entry.repro.fixed)
     if missing:
         pytest.skip(f"the repro imports {', '.join(missing)}, not installed here")
     return entry
@@ -92,7 +77,7 @@ def executed(
         runs = {}
         for entry in exercise_entries(catalog):
             assert entry.repro is not None
-            if entry.id in selected and not _missing_imports(entry.repro.code + "\n" + entry.repro.fixed):
+            if entry.id in selected and not missing_imports(entry.repro.code + "\n" + entry.repro.fixed):
                 runs[entry.id] = pool.submit(_execute, entry_notebook(entry), tmp_path_factory.mktemp(entry.id))
         yield runs
 
