@@ -7,7 +7,9 @@ tests/test_paste_box.py (the site's JavaScript port reads them alike).
 
 from __future__ import annotations
 
+import importlib.util
 import io
+from pathlib import Path
 
 # What launchers and the interpreter print after a crash: torchrun's report as the log in
 # https://github.com/NotACracker/COTR/issues/15 shows it (its frames and report verbatim, under the header
@@ -69,3 +71,35 @@ def rich_traceback(width: int, *, locals_: bool) -> tuple[str, BaseException]:
         Console(file=out, width=width, color_system=None).print(Traceback(show_locals=locals_))
         return out.getvalue(), exc
     raise AssertionError("the mismatch did not raise")
+
+
+def rich_boxes(width: int, depths: range) -> list[tuple[str, BaseException]]:
+    """A real error raised three calls deep in a module written under the working directory, boxed by
+    rich at `width`, once for each length of folder name: each frame's `path:line in function` then
+    meets the box's edge at every place it can, however long the working directory's path."""
+    from rich.console import Console
+    from rich.traceback import Traceback
+
+    boxes = []
+    for depth in depths:
+        module = Path("m" * depth) / "layers_of_the_model.py"
+        module.parent.mkdir(exist_ok=True)
+        module.write_text(
+            "def project(x):\n"
+            '    raise RuntimeError("Expected all tensors to be on the same device, '
+            'but found at least two devices, cuda:0 and cpu!")\n\n\n'
+            "def attention_block_forward(x):\n    return project(x)\n\n\n"
+            "def forward(x):\n    return attention_block_forward(x)\n"
+        )
+        spec = importlib.util.spec_from_file_location(f"layers_{depth}", module)
+        assert spec is not None and spec.loader is not None
+        layers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(layers)
+        try:
+            layers.forward(None)
+        except RuntimeError as exc:
+            boxed = Traceback.from_exception(type(exc), exc, exc.__traceback__)
+            out = io.StringIO()
+            Console(file=out, width=width, color_system=None).print(boxed)
+            boxes.append((out.getvalue(), exc))
+    return boxes

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CORPUS, ROOT, kb_examples
-from pastes import AFTER_A_CRASH, rich_traceback
+from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback
 
 from fixer.explain.match import Matcher
+from fixer.explain.parse import parse
 from fixer.kb.catalog import Catalog
 from fixer.output.export import UntranslatableRegex, matcher_data, to_js
 
@@ -32,6 +33,14 @@ import { readFileSync } from "node:fs";
 import { explain } from "./fixer-match.mjs";
 const { data, texts } = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const out = texts.map((text) => explain(data, text).matches.map((m) => [m.id, m.score]));
+process.stdout.write(JSON.stringify(out));
+"""
+# Loads the port, parses every case, prints [[[path, line, function], ...] or null, ...].
+FRAMES_RUNNER = """
+import { readFileSync } from "node:fs";
+import { parse } from "./fixer-match.mjs";
+const { data, texts } = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const out = texts.map((text) => parse(data, text)?.final.frames.map((f) => [f.path, f.line, f.function]) ?? null);
 process.stdout.write(JSON.stringify(out));
 """
 
@@ -49,10 +58,10 @@ def _cases() -> list[tuple[str, str]]:
     return cases
 
 
-def _run_node(tmp_path: Path, payload: dict[str, Any]) -> list[list[list[Any]]]:
+def _run_node(tmp_path: Path, payload: dict[str, Any], runner: str = RUNNER) -> list[Any]:
     assert NODE is not None
     shutil.copy(JS / "fixer-match.js", tmp_path / "fixer-match.mjs")
-    (tmp_path / "runner.mjs").write_text(RUNNER)
+    (tmp_path / "runner.mjs").write_text(runner)
     (tmp_path / "input.json").write_text(json.dumps(payload))
     result = subprocess.run(
         [NODE, str(tmp_path / "runner.mjs"), str(tmp_path / "input.json")],
@@ -92,6 +101,16 @@ def test_browser_matcher_agrees_with_fixer_explain(tmp_path: Path, data: dict[st
             ranking_disagreements.append(f"{name}: python {python} / js {js}")
     assert first_disagreements == [], f"{len(first_disagreements)}/{len(cases)} disagree on the first match"
     assert ranking_disagreements == [], f"{len(ranking_disagreements)}/{len(cases)} rank differently"
+
+
+@pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")
+def test_browser_reads_a_rich_box_to_the_frames_fixer_reads(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, data: dict[str, Any], catalog: Catalog
+) -> None:
+    monkeypatch.chdir(tmp_path_factory.mktemp("r"))
+    texts = [text for width in (80, 100) for text, _ in rich_boxes(width, range(1, width))]
+    python = [[[f.path, f.line, f.function] for f in parse(text, catalog.known_messages).frames] for text in texts]
+    assert _run_node(tmp_path_factory.mktemp("node"), {"data": data, "texts": texts}, FRAMES_RUNNER) == python
 
 
 @pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")

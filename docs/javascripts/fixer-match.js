@@ -191,11 +191,19 @@ function unboxed(data, lines) {
         header = "";
       }
     } else {
-      header += full && !header.endsWith(" in") ? text : (header ? " " : "") + text;
+      header = headerContinued(data, header, text, full);
     }
     full = wasFull;
   }
   return out;
+}
+
+/** read.py's _header_continued: a frame header row joined to the rows before it. */
+function headerContinued(data, header, text, cutMidWord) {
+  if (!header) return text;
+  const beforeIn = search(data.patterns.box_line_end.source, header) && text.startsWith("in ");
+  const atASpace = !cutMidWord || header.endsWith(" in") || beforeIn;
+  return header + (atASpace ? " " : "") + text;
 }
 
 function frameLine(data, header) {

@@ -58,6 +58,7 @@ _BOX_BOTTOM = re.compile(r"^\s*╰─+╯\s*$")
 _BOX_ROW = re.compile(r"^\s*│ ?(?P<text>.*?)(?P<pad>\s*)│?\s*$")
 _BOX_SOURCE = re.compile(r"^(?P<arrow>❱ ?)?\s*(?P<line>\d+)(?: (?P<code>.*))?$")
 _BOX_FRAME = re.compile(r"^(?P<path>\S.*?\.pyx?):(?P<line>\d+) in (?P<function>\S+)$")
+_LINE_END = re.compile(r"\.pyx?:\d+$")
 _WRAP_WIDTH_MIN = 60
 
 
@@ -91,7 +92,7 @@ def _unboxed(lines: list[str]) -> list[str]:
     if not any(_BOX_TOP.match(line) for line in lines):
         return lines
     out: list[str] = []
-    inside = in_source = full = False  # full: the row before filled the box, so rich cut it mid-word
+    inside = in_source = full = False  # full: the row before filled the box
     header = ""  # rich wraps a frame's `path:line in function` over as many rows as it needs
     for line in lines:
         if not inside:
@@ -114,10 +115,19 @@ def _unboxed(lines: list[str]) -> list[str]:
             if source and source.group("arrow"):
                 out += [_frame_line(header), "    " + (source.group("code") or "").replace("│", " ").strip()]
                 header = ""
-        else:  # cut mid-word at the box's edge, or folded at a space (`in` always stands before the function)
-            header += text if full and not header.endswith(" in") else (" " if header else "") + text
+        else:
+            header = _header_continued(header, text, cut_mid_word=full)
         full = was_full
     return out
+
+
+def _header_continued(header: str, text: str, *, cut_mid_word: bool) -> str:
+    """A frame header row joined to the rows before it. A row that filled the box was cut mid-word,
+    unless it was folded at one of the two spaces `:LINE in FUNCTION` has, which a full row can hide."""
+    if not header:
+        return text
+    at_a_space = not cut_mid_word or header.endswith(" in") or bool(_LINE_END.search(header) and text.startswith("in "))
+    return header + (" " if at_a_space else "") + text
 
 
 def _frame_line(header: str) -> str:

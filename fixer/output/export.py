@@ -378,6 +378,7 @@ def patterns() -> dict[str, Any]:
         "box_row": _python_regex(_read._BOX_ROW),
         "box_source": _python_regex(_read._BOX_SOURCE),
         "box_frame": _python_regex(_read._BOX_FRAME),
+        "box_line_end": _python_regex(_read._LINE_END),
         "sentence_end": _python_regex(p._SENTENCE_END),
         "goes_on": _python_regex(p._GOES_ON),
         "repeated": _python_regex(p._REPEATED),

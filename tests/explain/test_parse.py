@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pastes import AFTER_A_CRASH, rich_traceback
+from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback
 
 from fixer.explain.parse import MAX_MESSAGE_CHARS, clean, parse
 
@@ -206,6 +206,19 @@ def test_a_message_that_goes_on_past_a_full_stop_keeps_its_parenthesis_and_its_i
     assert parse(text, known).message.endswith("wrapper_CUDA_addmm)")
     compiled = "torch._dynamo.exc.TorchRuntimeError: Tensor device mismatch.\n  Explanation: cpu and meta!\n"
     assert parse(compiled, known).message.endswith("cpu and meta!")
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_a_rich_box_reads_alike_wherever_a_frame_meets_its_edge(width, tmp_path_factory, monkeypatch, known):
+    import traceback
+
+    monkeypatch.chdir(tmp_path_factory.mktemp("r"))  # a short folder: rich folds at a space only a path it fits whole
+    misread = []
+    for depth, (text, exc) in enumerate(rich_boxes(width, range(1, width)), start=1):
+        printed = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(exc.__traceback__)[1:]]
+        if [(f.path, f.line, f.function) for f in parse(text, known).frames[1:]] != printed:
+            misread.append(depth)
+    assert misread == []
 
 
 @pytest.mark.parametrize("width", [60, 80, 120])
