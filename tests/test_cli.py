@@ -183,6 +183,16 @@ def test_explain_path_imports_no_heavy_libraries():
     assert not imported & {"torch", "libcst", "mkdocs"}
 
 
+def test_explain_reads_the_kb_from_its_index_without_yaml_or_pydantic():
+    """The first run builds the index (and validates every entry); the runs after it only read it."""
+    command = [sys.executable, "-X", "importtime", "-m", "fixer", "explain", "--json", "-"]
+    runs = [subprocess.run(command, input=VAR.encode(), capture_output=True, timeout=60, check=False) for _ in "12"]
+    imported = [{line.rsplit("|", 1)[-1].strip() for line in run.stderr.decode().splitlines()} for run in runs]
+    assert {"yaml", "pydantic"} <= imported[0]
+    assert not imported[1] & {"yaml", "pydantic", "rich"}
+    assert runs[0].stdout == runs[1].stdout
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 def test_paste_in_a_terminal_is_prompted_for_and_explained():
     import os

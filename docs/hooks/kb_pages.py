@@ -19,7 +19,7 @@ from fixer.kb.schema import Entry
 from fixer.output.export import matcher_data
 from fixer.output.kb_document import KBDocument
 from fixer.output.markdown import entry_page, index_page, training_page
-from fixer.output.report import ExplainOut
+from fixer.output.report import schema as explain_schema
 from fixer.training import exercises
 
 # A wiki shows an entry in an iframe: the page alone (docs/overrides/embed.html drops header, navigation,
@@ -95,7 +95,7 @@ def _cli_page() -> str:
 
 
 def _json_page() -> str:
-    schema = json.dumps(ExplainOut.model_json_schema(), indent=2)
+    schema = json.dumps(explain_schema(), indent=2)
     export = json.dumps(KBDocument.model_json_schema(), indent=2)
     return (
         "# JSON output\n\n`fixer explain --json` prints one object of this shape (JSON Schema). Fields may be "

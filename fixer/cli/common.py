@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
+    from fixer.kb.index import Index
 
 OK, NO_MATCH, USAGE, NO_TRACEBACK, NOT_APPLIED, FAILED_LOG = 0, 1, 2, 3, 4, 5
 # From sysexits.h, so a script can tell fixer's own failure from a verdict about the input.
@@ -35,15 +36,17 @@ def using_team_kb(directories: Sequence[str]) -> Iterator[None]:
     global _team_kb
     _team_kb = tuple(directories)
     _catalog.cache_clear()  # each command reads the files anew (tests run many in one process)
+    _kb_index.cache_clear()
     try:
         yield
     finally:
         _team_kb = ()
         _catalog.cache_clear()
+        _kb_index.cache_clear()
 
 
 def team_kb() -> tuple[Path, ...]:
-    from fixer.kb.catalog import team_dirs
+    from fixer.kb.paths import team_dirs
 
     return team_dirs(_team_kb)
 
@@ -61,12 +64,35 @@ def _catalog(team: tuple[Path, ...]) -> Catalog:
         loaded = load(team=team)
     except KBError as exc:
         raise CliError(str(exc)) from None
-    if loaded.problems:
-        first = loaded.problems[0] + (f" (and {len(loaded.problems) - 1} more)" if len(loaded.problems) > 1 else "")
-        print(f"fixer: skipped a KB file: {first}; run `fixer kb lint`", file=sys.stderr)
-    if not len(loaded):
-        raise CliError(f"the knowledge base at {loaded.root} has no usable entry; run `fixer kb lint`")
+    _say_skipped(loaded.problems, len(loaded), loaded.root)
     return loaded
+
+
+def kb_index() -> Index:
+    """The KB as `explain` ranks it, from the index cache: no YAML parsed, no entry validated."""
+    return _kb_index(team_kb())
+
+
+@lru_cache(maxsize=1)
+def _kb_index(team: tuple[Path, ...]) -> Index:
+    from fixer.kb.index import load
+    from fixer.kb.paths import KBError, default_root
+
+    root = default_root()
+    try:
+        index = load(root, team)
+    except KBError as exc:
+        raise CliError(str(exc)) from None
+    _say_skipped(index.problems, len(index.entries), root)
+    return index
+
+
+def _say_skipped(problems: tuple[str, ...], usable: int, root: Path) -> None:
+    if problems:
+        first = problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+        print(f"fixer: skipped a KB file: {first}; run `fixer kb lint`", file=sys.stderr)
+    if not usable:
+        raise CliError(f"the knowledge base at {root} has no usable entry; run `fixer kb lint`")
 
 
 def read_input(source: str, *, passthrough: bool) -> str:

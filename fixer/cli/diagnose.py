@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +115,7 @@ def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, st
 
     payload = {
         "findings": [vars(f) for f in findings],
-        "matches": [match_out(m).model_dump() for m in matches],
+        "matches": [asdict(match_out(m)) for m in matches],
         "not_checked": unchecked,
     }
     if not redact:

@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fixer.cli.common import FAILED_LOG, NO_MATCH, NO_TRACEBACK, OK, CliError, catalog
+from fixer.cli.common import FAILED_LOG, NO_MATCH, NO_TRACEBACK, OK, CliError, catalog, kb_index
 
 if TYPE_CHECKING:
     from fixer.explain.match import Explanation, Match
@@ -39,17 +39,17 @@ def explain_text(
         if passthrough:
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
-    result = Matcher(catalog()).explain(text)
+    result = Matcher(kb_index()).explain(text)
     if not (as_json or passthrough) and can_ask(no_input=no_input):
         result = replace(result, matches=narrowed(result.matches, color))
     patches = local_patches(result)
     if as_json:
         from fixer.explain.narrow import certainty
-        from fixer.output.report import explain_out
+        from fixer.output.report import explain_out, to_json
 
         known = certainty(result.matches)
         document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known)
-        print(document.model_dump_json(indent=2))
+        print(to_json(document))
     else:
         _print_explanation(result, top, passthrough, patches, color)
     if passthrough:
@@ -120,7 +120,7 @@ def local_patches(result: Explanation) -> list[Patch]:
 
     if result.traceback is None or not result.matches:
         return []
-    codemod = result.matches[0].entry.fix.codemod
+    codemod = result.matches[0].card.fix_codemod
     files = user_files(result.traceback) if codemod in registry.CODEMODS else {}
     if not files:
         return []

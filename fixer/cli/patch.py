@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,12 +26,13 @@ def patch(text: str, args: argparse.Namespace) -> int:
         raise CliError("no traceback or known error message found in the input", NO_TRACEBACK)
     match = next((m for m in result.matches if m.id == args.entry), None) if args.entry else None
     if args.entry and match is None:
-        entry = matcher.catalog.get(args.entry)
+        entry = catalog().get(args.entry)
         if entry is None:
             raise CliError(f"no KB entry {args.entry!r}; `fixer list` shows the ids")
         from fixer.explain.match import Match
+        from fixer.kb.index import Card
 
-        match = Match(entry=entry, score=0, reasons=())  # the user's choice, not a ranking
+        match = Match(Card.of(entry), score=0, reasons=())  # the user's choice, not a ranking
     match = match or (result.matches[0] if result.matches else None)
     if match is None:
         raise CliError("no KB entry matches this error, so there is nothing to patch", NO_MATCH)
@@ -45,7 +47,7 @@ def patch(text: str, args: argparse.Namespace) -> int:
     if args.json:
         from fixer.output.report import patch_out
 
-        print(json.dumps({"entry": match.id, "patches": [patch_out(p).model_dump() for p in patches]}, indent=2))
+        print(json.dumps({"entry": match.id, "patches": [asdict(patch_out(p)) for p in patches]}, indent=2))
     if not patches:
         if not args.json:
             _explain_no_patch(match, located.files)

@@ -133,7 +133,7 @@ def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Expl
 
         machine = [f for f in findings if f.probe.startswith("env-")]
         live = [f for f in findings if not f.probe.startswith("env-")]
-        matches = rerank(result.matches, live, matcher.catalog, observed=True)
+        matches = rerank(result.matches, live, catalog(), observed=True)
         result = replace(result, matches=rerank(matches, machine))
     return result
 

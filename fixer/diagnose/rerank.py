@@ -7,6 +7,7 @@ from dataclasses import replace
 from fixer.diagnose.findings import OBSERVED_POINTS, RERANK_POINTS, Finding
 from fixer.explain.match import Match, Reason, ranked
 from fixer.kb.catalog import Catalog
+from fixer.kb.index import Card
 
 
 def rerank(
@@ -24,7 +25,7 @@ def rerank(
         if entry_id not in known
     }
     found = (catalog.get(entry_id) for entry_id in sorted(joining)) if catalog is not None else ()
-    matches = [*matches, *(Match(entry=entry, score=0, reasons=()) for entry in found if entry is not None)]
+    matches = [*matches, *(Match(Card.of(entry), score=0, reasons=()) for entry in found if entry is not None)]
     updated = []
     for match in matches:
         reasons = [

@@ -10,15 +10,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
 from fixer.explain import priors
 from fixer.explain.evidence import Evidence, device_kind, extract
+from fixer.explain.literals import Literals, Regex
 from fixer.explain.normalise import normalise
 from fixer.explain.parse import Traceback, parse
-from fixer.kb.catalog import Catalog
-from fixer.kb.schema import Condition, Entry
+from fixer.kb.index import Card, Index, IndexedEntry, Rule, build
+
+if TYPE_CHECKING:
+    from fixer.kb.catalog import Catalog
+    from fixer.kb.schema import Entry
 
 SIMILARITY_POINTS = 25
 SIMILARITY_FLOOR = 50.0  # below this, two messages are unrelated and similarity adds nothing
@@ -35,7 +40,7 @@ class Reason:
 
 @dataclass(frozen=True)
 class Match:
-    entry: Entry
+    card: Card
     score: int
     reasons: tuple[Reason, ...]
     wording: int = 0  # the points of the message shape that admitted it: of two equal scores, the
@@ -43,7 +48,12 @@ class Match:
     # entry whose own wording the message is (`for argument #3 'weight'`) goes first
     @property
     def id(self) -> str:
-        return self.entry.id
+        return self.card.id
+
+    @property
+    def entry(self) -> Entry:
+        """The whole entry, read from its file on first need: a ranking alone shows only its card."""
+        return self.card.entry
 
 
 @dataclass(frozen=True)
@@ -53,85 +63,25 @@ class Explanation:
     matches: list[Match]
 
 
-@dataclass(frozen=True)
-class _Signature:
-    pattern: re.Pattern[str]
-    exception: re.Pattern[str] | None
-    weight: int
-
-    def search(self, message: str, *, folded: bool) -> re.Match[str] | None:
-        """`folded`: ignoring case, compiled on first need (re caches it), since few pastes need it."""
-        return re.search(self.pattern.pattern, message, re.IGNORECASE) if folded else self.pattern.search(message)
-
-
-@dataclass(frozen=True)
-class _Rule:
-    when: Condition
-    compiled: dict[str, re.Pattern[str]]
-    weight: int
-    because: str
-
-
-@dataclass(frozen=True)
-class _Known:
-    """A real example's message, normalised, with the kinds of devices it names."""
-
-    message: str
-    kinds: tuple[str, ...]
-    source: str
-
-
-@dataclass(frozen=True)
-class _CompiledEntry:
-    entry: Entry
-    signatures: tuple[_Signature, ...]
-    rules: tuple[_Rule, ...]
-    examples: tuple[_Known, ...]
-
-
-_REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame")
-
-
 class Matcher:
-    """Compiles a catalog once; `rank` is then a pure function of a traceback."""
+    """Holds a KB's index; `rank` is then a pure function of a traceback."""
 
-    def __init__(self, catalog: Catalog, *, read_code: bool = True) -> None:
-        """`read_code=False` ranks on the text alone, as the site's paste box does (it runs no detector)."""
-        self.catalog = catalog
+    def __init__(self, kb: Catalog | Index, *, read_code: bool = True) -> None:
+        """`kb`: a loaded catalog, indexed here, or an index read from the cache (no entry validated, no
+        regex compiled yet). `read_code=False` ranks on the text alone, as the site's paste box does."""
+        index = kb if isinstance(kb, Index) else build(kb)
+        self.index = index
         self.read_code = read_code
-        self._entries = tuple(self._compile(entry) for entry in catalog)
-        self._priors = priors.load(catalog.root)
+        self.known_messages = index.known
+        self._entries = index.entries
+        self._priors = index.priors
         self._arguments_spoken_of = tuple(
-            rule.compiled["argument"] for c in self._entries for rule in c.rules if "argument" in rule.compiled
+            rule.when["argument"] for c in self._entries for rule in c.rules if "argument" in rule.when
         )
-
-    def _compile(self, entry: Entry) -> _CompiledEntry:
-        signatures = tuple(
-            _Signature(re.compile(s.pattern), re.compile(s.exception) if s.exception else None, s.weight)
-            for s in entry.signatures
-        )
-        rules = tuple(
-            _Rule(
-                when=rule.when,
-                compiled={
-                    name: re.compile(value) for name in _REGEX_FIELDS if (value := getattr(rule.when, name)) is not None
-                },
-                weight=rule.weight,
-                because=rule.because,
-            )
-            for rule in entry.evidence
-        )
-        examples = []
-        for example in entry.examples:
-            # The KB's examples are quoted as printed: no case folding (whose regex costs 20 ms to build).
-            tb = parse(example.traceback, self.catalog.known_messages, fold_case=False)
-            if tb and tb.message:
-                kinds = extract(tb, read_code=False).device_kinds
-                examples.append(_Known(normalise(tb.message), kinds, str(example.source)))
-        return _CompiledEntry(entry, signatures, rules, tuple(examples))
+        self._literals = Literals.of(n for c in self._entries for sig in c.signatures for n in sig.pattern.needs)
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
-        tb = parse(text, self.catalog.known_messages)
+        tb = parse(text, self.known_messages)
         if tb is None:
             return Explanation(None, None, [])
         evidence = extract(tb, read_code=self.read_code)
@@ -141,35 +91,36 @@ class Matcher:
         if evidence.dtype_only:
             return []
         normalised = normalise(evidence.message) if evidence.message else ""
-        closest = {c.entry.id: self._closest(c, normalised, evidence.device_kinds) for c in self._entries}
+        closest = {c.card.id: self._closest(c, normalised, evidence.device_kinds) for c in self._entries}
         # An argument that some entry's evidence speaks of is that evidence's to weigh; one that none does
         # says nothing, and the message's priors may then back off to the bare message's.
-        unspoken = not any(rx.fullmatch(evidence.argument or "") for rx in self._arguments_spoken_of)
+        unspoken = not any(_found(rx, _present(evidence.argument), whole=True) for rx in self._arguments_spoken_of)
         counted = priors.lookup(self._priors, evidence.message, back_off=unspoken) if evidence.message else {}
         # A message typed again in another case is the same message: its signatures are sought ignoring
         # case when none shows as written, in any entry.
-        signatures = {c.entry.id: self._best_signature(c, evidence, folded=False) for c in self._entries}
+        held = set().union(*(self._literals.held_by(m) for m in evidence.messages))
+        signatures = {c.card.id: _best_signature(c, evidence, held, folded=False) for c in self._entries}
         if evidence.message and not any(signatures.values()):
-            signatures = {c.entry.id: self._best_signature(c, evidence, folded=True) for c in self._entries}
+            signatures = {c.card.id: _best_signature(c, evidence, held, folded=True) for c in self._entries}
         matches = [
             m
             for c in self._entries
-            if (m := self._score(c, evidence, closest, signatures[c.entry.id], counted.get(c.entry.id)))
+            if (m := self._score(c, evidence, closest, signatures[c.card.id], counted.get(c.card.id)))
         ]
         matches = ranked(matches)
         return matches[:top] if top else matches
 
     def _score(
         self,
-        compiled: _CompiledEntry,
+        compiled: IndexedEntry,
         ev: Evidence,
         closest: dict[str, tuple[float, str] | None],
         signature: Reason | None,
         prior: priors.Prior | None,
     ) -> Match | None:
         reasons: list[Reason] = []
-        similarity = _similarity(closest, compiled.entry.id)
-        found = closest[compiled.entry.id]
+        similarity = _similarity(closest, compiled.card.id)
+        found = closest[compiled.card.id]
         resembles = found is not None and found[0] >= RESEMBLANCE
         if signature:
             reasons.append(signature)
@@ -178,6 +129,8 @@ class Matcher:
         if prior is not None and prior.points:
             said = f"{prior.count} of {prior.total} real cases of this message alone had this cause"
             reasons.append(Reason(said, prior.points))
+        if ev.message and not (signature or resembles):  # rules reorder what the message admits
+            return None
         rules = [Reason(_because(r, ev), r.weight) for r in compiled.rules if _holds(r, ev)]
         reasons.extend(rules)
         evidence_points = sum(r.points for r in rules)
@@ -187,30 +140,33 @@ class Matcher:
         # frames argue against stays in the list, last, rather than leaving the user with nothing.
         score = max(1, min(100, sum(r.points for r in reasons)))
         reasons.sort(key=lambda r: -abs(r.points))
-        return Match(compiled.entry, score, tuple(reasons), signature.points if signature else 0)
+        return Match(compiled.card, score, tuple(reasons), signature.points if signature else 0)
 
     @staticmethod
-    def _best_signature(compiled: _CompiledEntry, ev: Evidence, *, folded: bool) -> Reason | None:
-        """The heaviest signature the message shows."""
-        best: Reason | None = None
-        for sig in compiled.signatures:
-            if sig.exception and ev.exception and not sig.exception.fullmatch(ev.exception.rsplit(".", 1)[-1]):
-                continue
-            for message in ev.messages:
-                hit = sig.search(message, folded=folded)
-                if hit and (best is None or sig.weight > best.points):
-                    best = Reason(f"the message says “{' '.join(hit.group(0).split())}”", sig.weight)
-                    break
-        return best
-
-    @staticmethod
-    def _closest(compiled: _CompiledEntry, normalised: str, kinds: tuple[str, ...]) -> tuple[float, str] | None:
+    def _closest(compiled: IndexedEntry, normalised: str, kinds: tuple[str, ...]) -> tuple[float, str] | None:
         """The entry's real example closest to the message, among those naming the same kinds of
         devices: "cuda and cuda" and "cuda and cpu" read alike but point to different causes."""
         comparable = [k for k in compiled.examples if not (kinds and k.kinds) or k.kinds == kinds]
         if not normalised or not comparable:
             return None
         return max((fuzz.ratio(normalised, k.message), k.source) for k in comparable)
+
+
+def _best_signature(compiled: IndexedEntry, ev: Evidence, held: set[str], *, folded: bool) -> Reason | None:
+    """The heaviest signature the message shows; `held`: the KB's literals the messages hold."""
+    best: Reason | None = None
+    for sig in compiled.signatures:
+        if not sig.pattern.may_match(held):
+            continue
+        if sig.exception and ev.exception and not re.fullmatch(sig.exception, ev.exception.rsplit(".", 1)[-1]):
+            continue
+        pattern = sig.pattern.compiled(ignore_case=folded)
+        for message in ev.messages:
+            hit = pattern.search(message)
+            if hit and (best is None or sig.weight > best.points):
+                best = Reason(f"the message says “{' '.join(hit.group(0).split())}”", sig.weight)
+                break
+    return best
 
 
 def ranked(matches: Iterable[Match]) -> list[Match]:
@@ -243,29 +199,38 @@ def _competes(signature: Reason | None, resembles: bool, evidence_points: int, *
     return not has_message and evidence_points >= FRAMES_ALONE
 
 
-def _holds(rule: _Rule, ev: Evidence) -> bool:
-    when, rx = rule.when, rule.compiled
-    checks = (
-        ("message", lambda: any(rx["message"].search(m) for m in ev.messages or ("",))),  # none: an empty one
-        ("text", lambda: bool(rx["text"].search(ev.text))),
-        (
-            "exception",
-            lambda: bool(ev.exception and rx["exception"].fullmatch(ev.exception.rsplit(".", 1)[-1])),
-        ),
-        ("argument", lambda: bool(ev.argument and rx["argument"].fullmatch(ev.argument))),
-        ("op", lambda: bool(ev.op and rx["op"].search(ev.op))),
-        ("devices", lambda: sorted(when.devices or ()) == sorted(device_kind(d) for d in ev.devices)),
-        ("offending", lambda: ev.offending_kind == when.offending),
-        ("library", lambda: any(_has_library(ev, lib) for lib in when.library or ())),
-        ("frame", lambda: any(rx["frame"].search(line) for line in ev.frame_lines)),
-        ("detector", lambda: when.detector in ev.facts),
-    )
-    return all(check() for name, check in checks if getattr(when, name) is not None)
+def _holds(rule: Rule, ev: Evidence) -> bool:
+    when = rule.when
+    exception = ev.exception.rsplit(".", 1)[-1] if ev.exception else None
+    checks = {
+        "message": lambda: _found(when["message"], ev.messages or ("",)),  # none: an empty one
+        "text": lambda: _found(when["text"], (ev.text,)),
+        "exception": lambda: _found(when["exception"], _present(exception), whole=True),
+        "argument": lambda: _found(when["argument"], _present(ev.argument), whole=True),
+        "op": lambda: _found(when["op"], _present(ev.op)),
+        "devices": lambda: sorted(when["devices"]) == sorted(device_kind(d) for d in ev.devices),
+        "offending": lambda: ev.offending_kind == when["offending"],
+        "library": lambda: any(_has_library(ev, lib) for lib in when["library"]),
+        "frame": lambda: _found(when["frame"], ev.frame_lines),
+        "detector": lambda: when["detector"] in ev.facts,
+    }
+    return all(checks[name]() for name in when)
 
 
-def _because(rule: _Rule, ev: Evidence) -> str:
+def _found(regex: Regex, texts: Iterable[str], *, whole: bool = False) -> bool:
+    """Each text is tried only if it holds a literal the regex needs: most rules never compile theirs."""
+    texts = [t for t in texts if not regex.needs or any(n in t.lower() for n in regex.needs)]
+    compiled = regex.compiled() if texts else None
+    return compiled is not None and any(compiled.fullmatch(t) if whole else compiled.search(t) for t in texts)
+
+
+def _present(value: str | None) -> tuple[str, ...]:
+    return (value,) if value else ()
+
+
+def _because(rule: Rule, ev: Evidence) -> str:
     """The rule's reason; a detector's adds the first place it found its fact, so the user can look."""
-    found = ev.facts.get(rule.when.detector or "")
+    found = ev.facts.get(rule.when.get("detector", ""))
     return f"{rule.because} ({found[0]})" if found else rule.because
 
 

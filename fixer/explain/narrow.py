@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from fixer.explain.match import Match, Reason, ranked
-from fixer.kb.schema import Question
+from fixer.kb.index import Question
 
 MARGIN = 25
 """A first place leading the second by this many points is settled: more questions would only annoy.
@@ -71,7 +71,7 @@ def next_question(matches: Sequence[Match], asked: Iterable[Asked]) -> Asked | N
     contenders = [m for m in matches if matches[0].score - m.score < MARGIN]
     best: tuple[int, Asked] | None = None
     for match in contenders:
-        for question in match.entry.questions:
+        for question in match.card.questions:
             if question.ask in done:
                 continue
             candidate = Asked(match.id, question)
@@ -125,6 +125,6 @@ def certainty(matches: Sequence[Match]) -> Certainty | None:
     lead = _lead(matches)
     if settled(matches):
         return Certainty(True, lead)
-    first, second = matches[0].entry.diagnostics, matches[1].entry.diagnostics
+    first, second = matches[0].card.diagnostics, matches[1].card.diagnostics
     probe = next((p for p in (*first, *second) if (p in first) != (p in second)), None)
     return Certainty(False, lead, next_question(matches, ()), probe)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from fixer.explain.libraries import library_of
+from fixer.explain.literals import AnyOf
 from fixer.explain.read import EXCEPTION_NAME, clean
 
 # A line that starts a new log record (a timestamp, a progress bar, a logger), not a message's continuation.
@@ -129,7 +130,7 @@ def split_ranks(lines: list[str]) -> dict[int | None, list[str]]:
     return dict(groups)
 
 
-def parse(text: str, known_messages: re.Pattern[str] | None = None, *, fold_case: bool = True) -> Traceback | None:
+def parse(text: str, known_messages: AnyOf | None = None, *, fold_case: bool = True) -> Traceback | None:
     """The last traceback in `text`; with several ranks, the lowest rank's (all ranks are listed).
 
     Some pastes carry only a message with no exception type ("module must have its parameters and
@@ -154,24 +155,24 @@ def parse(text: str, known_messages: re.Pattern[str] | None = None, *, fold_case
     return Traceback(final=chain[-1], chain=chain[:-1], rank=chosen, ranks=ranks, text=cleaned)
 
 
-def _known_message(lines: list[str], known: re.Pattern[str] | None, fold_case: bool) -> RaisedException | None:
+def _known_message(lines: list[str], known: AnyOf | None, fold_case: bool) -> RaisedException | None:
     """The last known message printed without an exception line of its own: alone, or after a prefix
     (`Fix TypeError: can't convert ...`, `!!! Exception during processing !!! ...`, a source line),
     from where it starts to the end of its paragraph; an exception type just before it is kept."""
     if known is None:
         return None
-    # As printed first; then typed again in another case, with the same regex compiled ignoring case
-    # (once, on first need: re caches it), so pastes that need it alone pay for it.
-    for flags in (None, re.IGNORECASE) if fold_case else (None,):
-        found = _known_at(lines, known, flags)
+    # As printed first; then typed again in another case, with the same regexes compiled ignoring case
+    # on first need, so pastes that need it alone pay for it.
+    for ignore_case in (False, True) if fold_case else (False,):
+        found = _known_at(lines, known, ignore_case=ignore_case)
         if found is not None:
             return found
     return None
 
 
-def _known_at(lines: list[str], known: re.Pattern[str], flags: int | None) -> RaisedException | None:
+def _known_at(lines: list[str], known: AnyOf, *, ignore_case: bool) -> RaisedException | None:
     for start in range(len(lines) - 1, -1, -1):
-        hit = known.search(lines[start]) if flags is None else re.search(known.pattern, lines[start], flags)
+        hit = known.search(lines[start], ignore_case=ignore_case)
         if hit:
             end = start + 1
             while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
@@ -201,7 +202,7 @@ def _has_message(chain: tuple[RaisedException, ...]) -> bool:
 class _Scanner:
     """Walks the lines once, collecting frames and exception lines into chains."""
 
-    def __init__(self, lines: list[str], known: re.Pattern[str] | None = None) -> None:
+    def __init__(self, lines: list[str], known: AnyOf | None = None) -> None:
         self.known = known  # the KB's messages: one that ends where the message does completes it
         self.header_type: str | None = None
         self.lines = lines
@@ -331,7 +332,7 @@ class _Scanner:
         self.in_traceback = False
 
 
-def _ends_the_message(previous: str, line: str, so_far: str, known: re.Pattern[str] | None) -> bool:
+def _ends_the_message(previous: str, line: str, so_far: str, known: AnyOf | None) -> bool:
     """A flush-left line right under the message is the log going on (`done`, `Exception ignored in:`,
     the next epoch), not more of it, when the message looks complete: its last line ends a sentence, or
     is too short to have been cut at a terminal's or a mail client's width and does not stop on a comma
@@ -396,7 +397,7 @@ def _code_after(lines: list[str], i: int) -> tuple[str | None, int]:
     return code, i
 
 
-def _parse_lines(lines: list[str], known: re.Pattern[str] | None = None) -> tuple[RaisedException, ...]:
+def _parse_lines(lines: list[str], known: AnyOf | None = None) -> tuple[RaisedException, ...]:
     """The chain to explain among all a log holds: the last with a known device message, since what a
     crash prints after it is launcher noise (torchrun's ChildFailedError, a KeyboardInterrupt at exit);
     else the last that names an exception. A frames-only fragment (a cut-off paste) only as a last resort."""

@@ -16,11 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from fixer.explain.normalise import normalise
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 PRIOR_POINTS = 20
 FILE = Path("priors") / "messages.yaml"  # under the KB's root
 HEADER = """\
@@ -87,15 +84,21 @@ def dump(counts: dict[str, Counter[str]], sources: list[str]) -> str:
         for message, causes in counts.items()
     ]
     named = "".join(f"#   {source}\n" for source in sources)
+    import yaml
+
     body = yaml.safe_dump(documents, sort_keys=False, allow_unicode=True, width=120)
     return HEADER.format(points=PRIOR_POINTS) + "# Counted over:\n" + named + body
 
 
 def load(root: Path) -> dict[str, dict[str, Prior]]:
     """Message key -> cause -> its prior; empty when the KB has no priors file (a team's KB)."""
+    import yaml
+
     path = root / FILE
     try:
-        documents = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader) or []
+        documents = (
+            yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
+        )
     except (OSError, yaml.YAMLError):
         return {}
     priors: dict[str, dict[str, Prior]] = {}

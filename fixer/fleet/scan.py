@@ -63,7 +63,7 @@ def _matcher(team: tuple[str, ...]) -> Matcher:
 def scan_file(path: str, team: tuple[str, ...] = ()) -> list[Found]:
     """Every traceback in the file at `path`; a file that cannot be read yields none (the CLI says which)."""
     matcher = _matcher(team)
-    known = matcher.catalog.known_messages
+    known = matcher.known_messages
     try:
         blocks = textio.file_blocks(
             Path(path), lambda line: _may_be_an_error(line) and bool(known.search(line)), _may_be_an_error
@@ -74,7 +74,7 @@ def scan_file(path: str, team: tuple[str, ...] = ()) -> list[Found]:
 
 
 def _found(path: str, block: textio.Block, matcher: Matcher) -> Found | None:
-    tb = parse(block.text, matcher.catalog.known_messages)
+    tb = parse(block.text, matcher.known_messages)
     if tb is None or not (tb.exception or tb.message):
         return None
     matches = matcher.rank(extract(tb, read_code=False))

@@ -8,8 +8,6 @@ directories may not define one id twice.
 
 from __future__ import annotations
 
-import os
-import re
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,13 +17,11 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from fixer.explain.literals import AnyOf, known_messages
+from fixer.kb.paths import KBError, default_root, team_dirs
 from fixer.kb.schema import Entry
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class KBError(Exception):
-    """A KB file that cannot be read or does not fit the schema; says which file and why."""
 
 
 @dataclass(frozen=True)
@@ -50,30 +46,9 @@ class Catalog:
         return self.entries.get(entry_id)
 
     @cached_property
-    def known_messages(self) -> re.Pattern[str]:
-        """Every signature in one regex: finds a known message even where no exception type is printed."""
-        patterns = {s.pattern for entry in self for s in entry.signatures}
-        return re.compile("|".join(f"(?:{p})" for p in sorted(patterns)) or "(?!)")
-
-
-def default_root() -> Path:
-    """`$FIXER_KB`, else the KB shipped inside the wheel, else `kb/` of a source checkout."""
-    override = os.environ.get("FIXER_KB")
-    if override:
-        return Path(override)
-    package = Path(__file__).resolve().parents[1]
-    shipped = package / "_kb"
-    return shipped if shipped.is_dir() else package.parent / "kb"
-
-
-TEAM_PATH_VARIABLE = "FIXER_KB_PATH"
-
-
-def team_dirs(given: Sequence[str | Path] = ()) -> tuple[Path, ...]:
-    """The team directories: those in `$FIXER_KB_PATH` (separated like PATH), then those given on the
-    command line, so a `--kb` can override what the environment sets for every command."""
-    listed = os.environ.get(TEAM_PATH_VARIABLE, "").split(os.pathsep)
-    return tuple(Path(d) for d in [*listed, *given] if str(d))
+    def known_messages(self) -> AnyOf:
+        """Every signature, searched as one: finds a known message even where no exception type is printed."""
+        return known_messages(s.pattern for entry in self for s in entry.signatures)
 
 
 MAX_ENTRY_BYTES = 1_000_000  # an entry is a few kilobytes; a bigger file is a mistake or an attack

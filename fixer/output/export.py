@@ -23,6 +23,7 @@ from fixer.explain import normalise as _normalise
 from fixer.explain import parse as _parse
 from fixer.explain import priors as _priors
 from fixer.explain import read as _read
+from fixer.kb import index as _index
 from fixer.kb.catalog import Catalog
 from fixer.kb.schema import Entry
 
@@ -409,7 +410,7 @@ def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
         when = rule.when.model_dump(exclude_none=True)
         # Detectors are Python that reads code; the page ranks on the text alone, where such a rule never holds.
         browser_only = {name: value for name, value in when.items() if name not in _CODE_FIELDS}
-        regexes = {name: to_js(value) for name, value in browser_only.items() if name in _match._REGEX_FIELDS}
+        regexes = {name: to_js(value) for name, value in browser_only.items() if name in _index.REGEX_FIELDS}
         rules.append(
             {
                 "when": {**browser_only, **regexes},
@@ -467,7 +468,7 @@ def matcher_data(catalog: Catalog) -> dict[str, Any]:
             key: {cause: vars(prior) for cause, prior in causes.items()}
             for key, causes in _priors.load(catalog.root).items()
         },
-        "entries": [_entry(c.entry, c) for c in matcher._entries],
+        "entries": [_entry(c.card.entry, c) for c in matcher._entries],
     }
 
 

@@ -1,13 +1,14 @@
-"""The JSON contract of `fixer explain --json`: pydantic models, so the shape is typed and documented.
+"""The JSON contract of `fixer explain --json`: typed dataclasses, whose JSON Schema pydantic writes for
+the docs (`schema()`); printing one needs no pydantic, so `fixer explain --json` does not import it.
 
 Scripts depend on these field names; add fields freely, never rename or remove one.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from fixer import __version__
 from fixer.diagnose.probes import how_to_run
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     from fixer.patching.plan import Patch
 
 
-class FrameOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class FrameOut:
     path: str
     line: int | None
     function: str | None
@@ -29,12 +31,14 @@ class FrameOut(BaseModel):
     user: bool
 
 
-class ChainedOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ChainedOut:
     exception: str | None
     message: str
 
 
-class EvidenceOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class EvidenceOut:
     devices: list[str]
     offending_device: str | None
     common_device: str | None
@@ -44,7 +48,8 @@ class EvidenceOut(BaseModel):
     dtype_only: bool
 
 
-class TracebackOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class TracebackOut:
     exception: str | None
     message: str
     frames: list[FrameOut]
@@ -54,13 +59,15 @@ class TracebackOut(BaseModel):
     evidence: EvidenceOut
 
 
-class FixOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class FixOut:
     summary: str
     safety: Literal["safe", "unsafe", "manual"]
     codemod: str | None
 
 
-class MatchOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class MatchOut:
     id: str
     title: str
     score: int
@@ -69,7 +76,8 @@ class MatchOut(BaseModel):
     fix: FixOut
 
 
-class PatchOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class PatchOut:
     path: str
     entry: str
     codemod: str
@@ -79,7 +87,8 @@ class PatchOut(BaseModel):
     diff: str
 
 
-class UncertainOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class UncertainOut:
     """Why the first place is not certain, and what would settle it."""
 
     lead: int  # points between the first and the second match
@@ -89,13 +98,14 @@ class UncertainOut(BaseModel):
     probe_checks: str | None  # what that probe looks at and the command that runs it
 
 
-class ExplainOut(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ExplainOut:
     fixer_version: str = __version__
     traceback: TracebackOut | None
     matches: list[MatchOut]
     confident: bool | None = None  # null when nothing matched
     uncertain: UncertainOut | None = None  # set when confident is false
-    patches: list[PatchOut] = []
+    patches: list[PatchOut] = field(default_factory=list)
 
 
 def patch_out(patch: Patch) -> PatchOut:
@@ -142,14 +152,14 @@ def traceback_out(tb: Traceback, ev: Evidence) -> TracebackOut:
 
 
 def match_out(match: Match) -> MatchOut:
-    entry = match.entry
+    card = match.card
     return MatchOut(
-        id=entry.id,
-        title=entry.title,
+        id=card.id,
+        title=card.title,
         score=match.score,
         why=[f"{r.text} ({r.points:+d})" for r in match.reasons],
-        summary=entry.summary,
-        fix=FixOut(summary=entry.fix.summary, safety=entry.fix.safety, codemod=entry.fix.codemod),
+        summary=card.summary,
+        fix=FixOut(summary=card.fix_summary, safety=card.fix_safety, codemod=card.fix_codemod),
     )
 
 
@@ -174,3 +184,15 @@ def uncertain_out(known: Certainty) -> UncertainOut:
         probe=known.probe,
         probe_checks=how_to_run(known.probe) if known.probe else None,
     )
+
+
+def to_json(document: Any) -> str:
+    """One of the documents above as `--json` prints it: indented, non-ASCII kept as written."""
+    return json.dumps(asdict(document), indent=2, ensure_ascii=False)
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of `fixer explain --json`, for the docs."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ExplainOut).json_schema()

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fixer import cache
 from fixer.patching.plan import Patch
 
 _VERSION = 1
@@ -57,11 +57,7 @@ class Record:
 
 
 def directory() -> Path:
-    configured = os.environ.get("FIXER_CACHE_DIR")
-    if configured:
-        return Path(configured) / "applied"
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "fixer" / "applied"
+    return cache.directory() / "applied"
 
 
 def record(patches: list[Patch], root: Path) -> Path:

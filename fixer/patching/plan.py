@@ -57,7 +57,7 @@ def _lines(text: str) -> list[str]:
 def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
     """The patches the match's codemod makes to the traceback's files (`targets.locate`): none when it
     has none to make."""
-    codemod_id = match.entry.fix.codemod
+    codemod_id = match.card.fix_codemod
     if codemod_id is None or codemod_id not in registry.CODEMODS:
         return []
     codemod = registry.load(codemod_id)
@@ -69,7 +69,5 @@ def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
             continue
         edit = run(codemod, before, Target(lines=lines))
         if edit is not None:
-            patches.append(
-                Patch(path, before, edit.code, codemod.id, codemod.summary, edit.safety, match.entry.id, edit.why)
-            )
+            patches.append(Patch(path, before, edit.code, codemod.id, codemod.summary, edit.safety, match.id, edit.why))
     return patches

@@ -151,9 +151,9 @@ def test_device_kind(device, kind):
     assert device_kind(device) == kind
 
 
-def test_frame_facts_separate_user_code_from_libraries(matcher):
+def test_frame_facts_separate_user_code_from_libraries(catalog):
     # https://github.com/microsoft/Cream/issues/2
-    text = matcher.catalog.get("optimizer-state-after-resume").examples[1].traceback
+    text = catalog.get("optimizer-state-after-resume").examples[1].traceback
     ev = facts(text)
     assert "torch.optim" in ev.libraries
     assert any(line.endswith("train.py:train_epoch: optimizer.step()") for line in ev.frame_lines)

@@ -20,6 +20,7 @@ from fixer.explain import narrow
 from fixer.explain.match import Match, Matcher
 from fixer.explain.narrow import Asked, answer, interview, next_question, settled
 from fixer.kb.catalog import Catalog
+from fixer.kb.index import Card
 
 RESUME = "optimizer-state-after-resume"
 BARE = re.compile(
@@ -55,7 +56,7 @@ def ranked(matcher: Matcher, bare: str) -> list[Match]:
 def resume(catalog: Catalog) -> Asked:
     entry = catalog.get(RESUME)
     assert entry is not None
-    return Asked(RESUME, next(q for q in entry.questions if "optimizer state dict" in q.ask))
+    return Asked(RESUME, next(q for q in Card.of(entry).questions if "optimizer state dict" in q.ask))
 
 
 def _position(matches: list[Match], entry_id: str) -> int:
@@ -75,7 +76,7 @@ def test_a_bare_message_is_open_and_a_named_argument_is_settled(matcher: Matcher
 
 def test_yes_to_a_runner_up_question_puts_that_cause_first(ranked):
     runner_up = ranked[1]
-    asked = Asked(runner_up.id, next(q for q in runner_up.entry.questions if q.if_yes > 0))
+    asked = Asked(runner_up.id, next(q for q in runner_up.card.questions if q.if_yes > 0))
     after = answer(ranked, asked, True)
     first = after[0]
     assert first.id == runner_up.id

@@ -1,0 +1,94 @@
+"""The literal prefilter never hides a match: on every line of every real traceback, each KB regex that
+matches holds one of the literals `needs` gives it, and the KB's signatures searched as one find what
+their alternation finds."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from conftest import ROOT, corpus_items, kb_examples
+
+from fixer.explain.literals import AnyOf, Literals, Regex, needs
+from fixer.kb.catalog import Catalog
+from fixer.kb.index import REGEX_FIELDS
+
+UNSEEN = [
+    item
+    for path in sorted((ROOT / "benchmarks" / "unseen").glob("*.yaml"))
+    for item in yaml.safe_load(path.read_text())
+]
+TEXTS = [text for _, _, text in kb_examples()] + [i["traceback"] for i in corpus_items() + UNSEEN if i.get("traceback")]
+LINES = sorted({line for text in TEXTS for line in text.split("\n")})
+
+
+def _regexes(catalog: Catalog) -> list[str]:
+    signatures = {s.pattern for entry in catalog for s in entry.signatures}
+    rules = {v for entry in catalog for r in entry.evidence for f in REGEX_FIELDS if (v := getattr(r.when, f))}
+    return sorted(signatures | rules)
+
+
+def test_a_matching_line_always_holds_a_needed_literal(catalog):
+    assert len(LINES) > 700
+    missed = []
+    for pattern in _regexes(catalog):
+        literals = needs(pattern)
+        for flags in (0, re.IGNORECASE):
+            compiled = re.compile(pattern, flags)
+            missed += [
+                (pattern, line)
+                for line in LINES
+                if compiled.search(line) and literals and not any(literal in line.lower() for literal in literals)
+            ]
+    assert missed == []
+
+
+def test_most_kb_regexes_need_a_literal(catalog):
+    """Else the prefilter would spare little: every signature names words of its message."""
+    regexes = _regexes(catalog)
+    signatures = {s.pattern for entry in catalog for s in entry.signatures}
+    assert all(needs(p) for p in signatures)
+    assert sum(bool(needs(p)) for p in regexes) > 0.8 * len(regexes)
+
+
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_the_signatures_as_one_find_what_their_alternation_finds(catalog, ignore_case):
+    known = catalog.known_messages
+    alternation = re.compile(known.pattern, re.IGNORECASE if ignore_case else 0)
+    differ = [
+        line
+        for line in LINES
+        if ((a := alternation.search(line)) and a.span())
+        != ((b := known.search(line, ignore_case=ignore_case)) and b.span())
+    ]
+    assert differ == []
+    assert sum(bool(known.search(line)) for line in LINES) > 120
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"found at least two devices", ("found at least two devices",)),
+        (r"(?:cuda|mps):\d+ and cpu", (" and cpu",)),
+        (r"Expected (?:object|tensor) of", ("expected ",)),
+        (r"(?:wrapper_CUDA_\w+|index_select)", ("index_select", "wrapper_cuda_")),
+        (r"(?:cuda)?:\d+", (":",)),
+        (r"a*b?", ()),
+        (r"(?i:FSDP) parameters", (" parameters",)),
+        (r"[unbalanced", ()),
+    ],
+)
+def test_needs_takes_the_longest_certain_literal(pattern, expected):
+    assert needs(pattern) == expected
+
+
+def test_finditer_walks_matches_left_to_right():
+    regexes = AnyOf(Regex(p, needs(p)) for p in (r"cuda:\d", r"cpu"))
+    assert [m.group(0) for m in regexes.finditer("cuda:0 and cpu, then cuda:1")] == ["cuda:0", "cpu", "cuda:1"]
+
+
+def test_held_literals_are_found_in_any_case_short_or_long():
+    literals = Literals.of(["cpu", "device_map", "to"])
+    assert literals.held_by("Moved TO the CPU with Device_Map") == {"cpu", "device_map", "to"}
+    assert literals.held_by("nothing here") == set()
