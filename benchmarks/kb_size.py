@@ -2,18 +2,21 @@
 each copy with its own id and its own regexes, timed as a whole process once the index exists.
 
 Two kinds of copies bound what a team's KB costs:
-- `own wording`: each copy's signatures and rules also need a word of their own, as a team's entries
-  for other messages do; the literal prefilter skips them, so this is the common case.
-- `same wording`: each copy's regexes differ only by an optional group, so every copy of a matching
-  entry must be searched: the worst case, a KB that says one message ten thousand times.
+- `own wording`: each copy's signatures and rules also need a word of their own, and its examples say
+  their message in other words (the original's words in reverse order, and that word), as a team's
+  entries for other messages do; the index skips them, so this is the common case.
+- `same wording`: each copy's regexes differ only by an optional group and its examples are the
+  original's, so every copy of a matching entry must be scored: the worst case, a KB that says one
+  message ten thousand times.
 
 Also prints how long building the index takes (once per change of the KB). Run:
-    python benchmarks/kb_size.py [--sizes 30 100 1000 10000] [--runs 5]
+    python benchmarks/kb_size.py [--sizes 30 100 1000 10000] [--runs 5] [--plot docs/assets/kb_size.svg]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import statistics
@@ -47,9 +50,22 @@ def _copies(size: int, own_wording: bool) -> list[dict]:
                 for name in REGEX_FIELDS:
                     if name in rule["when"] and name not in ("exception", "argument"):
                         rule["when"][name] = _tagged(rule["when"][name], tag)
+            if own_wording:
+                for example in entry["examples"]:
+                    example["traceback"] = _reworded(example["traceback"], tag)
             entry.pop("related", None)
         entries.append(entry)
     return entries
+
+
+def _reworded(traceback: str, tag: str) -> str:
+    """The traceback with its last line's message in reverse word order, then the tag."""
+    lines = traceback.rstrip("\n").split("\n")
+    exception, colon, message = lines[-1].partition(": ")
+    if not colon:
+        exception, message = "", exception
+    lines[-1] = f"{exception}{colon}{' '.join(reversed(message.split()))}{tag}"
+    return "\n".join(lines) + "\n"
 
 
 def _tagged(pattern: str, tag: str) -> str:
@@ -59,30 +75,26 @@ def _tagged(pattern: str, tag: str) -> str:
     return f"{head}(?:{pattern[len(head) :]}){tag}"
 
 
-def _time(env: dict[str, str], runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "fixer", "explain", "--json", "-"],
-            input=PASTE,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        times.append(time.perf_counter() - start)
-    return times
+def _explain(env: dict[str, str]) -> tuple[float, str]:
+    """One `fixer explain --json` of the paste: seconds, and what it said on stderr."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "explain", "--json", "-"], input=PASTE, env=env, capture_output=True, text=True
+    )
+    return time.perf_counter() - start, done.stderr
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[30, 100, 1000, 10000])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--plot", type=Path, help="also draw the curve as an SVG file here")
     args = parser.parse_args()
-    bare = statistics.median([t for t in (_clock([sys.executable, "-c", "pass"]) for _ in range(args.runs))])
+    bare = statistics.median([_clock([sys.executable, "-c", "pass"]) for _ in range(args.runs)])
     print(f"python -c pass: {bare * 1000:.1f} ms")
     print("| entries | copies | build index | explain --json (median) | ratio to bare python |")
     print("|---:|---|---:|---:|---:|")
+    curves: dict[str, list[tuple[int, float]]] = {"own wording": [], "same wording": []}
     for size in args.sizes:
         for own_wording in (True, False):
             if size <= 30 and not own_wording:
@@ -96,20 +108,15 @@ def main() -> int:
                 priors = ROOT / "kb" / "priors" / "messages.yaml"
                 (kb / "priors" / "messages.yaml").write_text(priors.read_text())
                 env = {**os.environ, "FIXER_KB": str(kb), "FIXER_CACHE_DIR": str(cache), "FIXER_KB_PATH": ""}
-                (build,) = _time(env, 1)
-                check = subprocess.run(
-                    [sys.executable, "-m", "fixer", "explain", "--json", "-"],
-                    input=PASTE,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                )
-                assert not check.stderr, check.stderr[-500:]  # every copy loaded
-                median = statistics.median(_time(env, args.runs))
-                kind = "real" if size <= 30 else ("own wording" if own_wording else "same wording")
-                print(
-                    f"| {size:,} | {kind} | {build:.1f} s | {median * 1000:.0f} ms | {median / bare:.1f}x |", flush=True
-                )
+                build, said = _explain(env)
+                assert not said, said[-500:]  # every copy loaded
+                median = statistics.median(_explain(env)[0] for _ in range(args.runs))
+            kind = "real" if size <= 30 else ("own wording" if own_wording else "same wording")
+            for name in curves if size <= 30 else (kind,):
+                curves[name].append((size, median))
+            print(f"| {size:,} | {kind} | {build:.1f} s | {median * 1000:.0f} ms | {median / bare:.1f}x |", flush=True)
+    if args.plot:
+        args.plot.write_text(_svg(curves, bare), encoding="utf-8")
     return 0
 
 
@@ -117,6 +124,46 @@ def _clock(command: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(command, check=False)
     return time.perf_counter() - start
+
+
+def _svg(curves: dict[str, list[tuple[int, float]]], bare: float) -> str:
+    """The curves on a log-scaled entry axis, with the 250 ms goal and bare Python: a plain SVG file the
+    docs show as an image, drawn here so the site loads no charting script."""
+    width, height, left, bottom, top, right = 640, 360, 60, 40, 20, 130
+    sizes = sorted({size for points in curves.values() for size, _ in points})
+    highest = max([0.3, *(t for points in curves.values() for _, t in points)]) * 1.1
+    low, high = math.log10(sizes[0]), math.log10(sizes[-1])
+
+    def x(size: int) -> float:
+        return left + (math.log10(size) - low) / (high - low or 1) * (width - left - right)
+
+    def y(seconds: float) -> float:
+        return height - bottom - seconds / highest * (height - bottom - top)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" font-family="sans-serif" '
+        'font-size="12">',
+        f'<line x1="{left}" y1="{y(0)}" x2="{width - right}" y2="{y(0)}" stroke="#444"/>',
+        f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{top}" stroke="#444"/>',
+    ]
+    for size in sizes:
+        parts.append(f'<text x="{x(size)}" y="{height - bottom + 16}" text-anchor="middle">{size:,}</text>')
+    parts.append(f'<text x="{(width - right + left) / 2}" y="{height - 6}" text-anchor="middle">KB entries</text>')
+    step = 0.1 if highest < 1.5 else 0.5
+    for tick in [n * step for n in range(int(highest / step) + 1)]:
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4}" text-anchor="end">{tick * 1000:.0f} ms</text>')
+    for level, label in ((0.25, "goal: 250 ms"), (bare, "python -c pass")):
+        parts.append(
+            f'<line x1="{left}" y1="{y(level)}" x2="{width - right}" y2="{y(level)}" stroke="#999" '
+            'stroke-dasharray="4 4"/>'
+        )
+        parts.append(f'<text x="{width - right + 6}" y="{y(level) + 4}" fill="#666">{label}</text>')
+    for (name, points), colour in zip(curves.items(), ("#1565c0", "#c62828"), strict=False):
+        path = " ".join(f"{x(size):.1f},{y(t):.1f}" for size, t in points)
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        size, t = points[-1]
+        parts.append(f'<text x="{x(size) + 6}" y="{y(t) + 4}" fill="{colour}">{name}</text>')
+    return "\n".join([*parts, "</svg>", ""])
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from fixer.cli.common import (
     using_team_kb,
 )
 from fixer.cli.parser import build_parser
+from fixer.kb.paths import KBError
 
 __all__ = [
     "FAILED_LOG",
@@ -69,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         _say(f"fixer: {exc}")
         return exc.code
+    except KBError as exc:  # the KB or its index went bad under a running command
+        _say(f"fixer: {exc}")
+        return INTERNAL_ERROR
     except KeyboardInterrupt:
         _say("fixer: interrupted")
         return 130

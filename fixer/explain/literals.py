@@ -1,140 +1,206 @@
-"""Search many regexes without compiling them all: each is compiled the first time a text holds a
-literal it cannot match without.
+"""Search many regexes without trying them all: a regex is tried on a text only if the text holds the
+literal strings it cannot match without, and compiled the first time that happens.
 
-A KB of a few hundred entries holds thousands of regexes; compiling them costs more than the whole
-match of one paste, and most of them cannot match it at all (a message about fused Adam shows none of
-the words a pinned-memory message needs). So each regex carries the literals it needs, worked out once
-from its parse tree, and a text is searched with a regex only when it holds one of them: what RE2's
-prefilter and code search's trigram index do, at the scale of a KB.
+A team's KB of a few thousand entries holds tens of thousands of regexes; compiling them costs more
+than the whole match of one paste, and most of them cannot match it at all (a message about fused Adam
+shows none of the words a pinned-memory message needs). So each regex carries what it needs, worked
+out once from its parse tree: every match holds one string of each of its sets (`Needs`). A
+`LiteralIndex` over many regexes then finds, in one pass over a text, the few whose rarest set the text
+holds: what RE2's prefilter and code search's trigram index do, at the scale of a KB.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+Needs = tuple[tuple[str, ...], ...]
+"""Lowercased strings: a text the regex matches holds at least one string of each tuple."""
 
 _REPEATS = frozenset(("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"))
-_GRAM = 3  # literals are looked up by their first three characters
+_GRAM = 3  # a literal is looked up by one of its three-character pieces, its rarest
+_WINDOW = 16  # and checked by as many of its characters around that piece
 
 
-def needs(pattern: str) -> tuple[str, ...]:
-    """Lowercased strings of which every match of `pattern` holds at least one (whatever its case
-    flags); `()` when no literal is certain, and the pattern is then always tried."""
+def needs(pattern: str) -> Needs:
+    """What every match of `pattern` holds, whatever its case flags; `()` when nothing is certain, and
+    the pattern is then always tried."""
     try:
         from re import _parser  # type: ignore[attr-defined]  # re.compile's own parser; private: any surprise is caught
 
-        found = _sequence(_parser.parse(pattern).data)
+        found = _conjunction(_parser.parse(pattern).data)
     except Exception:  # an analysis we cannot make leaves the regex always tried
         return ()
-    return tuple(sorted(found)) if found else ()
+    kept = [alternatives for alternatives in found if not any(other < alternatives for other in found)]
+    return tuple(sorted(tuple(sorted(alternatives)) for alternatives in set(kept)))
 
 
-def _sequence(items: Iterable[tuple[object, object]]) -> frozenset[str] | None:
-    """The best requirement of a run of items: a run of literals, or a group's, repeat's or branch's."""
-    best: frozenset[str] | None = None
+def _conjunction(items: Iterable[tuple[object, object]]) -> list[frozenset[str]]:
+    """The sets a run of items needs: its runs of literals, and what its groups, repeats and branches need."""
+    found: list[frozenset[str]] = []
     run: list[str] = []
-
-    def consider(candidate: frozenset[str] | None) -> None:
-        nonlocal best
-        if candidate and (best is None or _rank(candidate) > _rank(best)):
-            best = candidate
-
     for op, arg in items:
         name = str(op)
         if name == "LITERAL":
             run.append(chr(arg).lower())  # type: ignore[call-overload,arg-type]
             continue
         if run:
-            consider(frozenset(("".join(run),)))
+            found.append(frozenset(("".join(run),)))
             run = []
         if name == "SUBPATTERN":
-            consider(_sequence(arg[-1].data))  # type: ignore[index]
+            found += _conjunction(arg[-1].data)  # type: ignore[index]
         elif name == "ATOMIC_GROUP":
-            consider(_sequence(arg.data))  # type: ignore[attr-defined]
+            found += _conjunction(arg.data)  # type: ignore[attr-defined]
         elif name in _REPEATS and arg[0] >= 1:  # type: ignore[index]
-            consider(_sequence(arg[2].data))  # type: ignore[index]
+            found += _conjunction(arg[2].data)  # type: ignore[index]
         elif name == "BRANCH":
-            alternatives = [_sequence(branch.data) for branch in arg[1]]  # type: ignore[index]
+            # Any branch may match: each must name a set, and their union is what the branch needs.
+            alternatives = [max(_conjunction(branch.data), key=_rank, default=None) for branch in arg[1]]  # type: ignore[index]
             if all(alternatives):
-                consider(frozenset().union(*alternatives))  # type: ignore[arg-type]
+                found.append(frozenset().union(*alternatives))  # type: ignore[arg-type]
     if run:
-        consider(frozenset(("".join(run),)))
-    return best
+        found.append(frozenset(("".join(run),)))
+    return found
 
 
-def _rank(candidate: frozenset[str]) -> tuple[int, int]:
+def _rank(alternatives: frozenset[str]) -> tuple[int, int]:
     """Longer literals pass fewer texts; of equal length, fewer alternatives do."""
-    return min(len(s) for s in candidate), -len(candidate)
+    return min(len(s) for s in alternatives), -len(alternatives)
 
 
-@dataclass
-class Literals:
-    """Which of many literals a text holds, in one pass over the text's lowercased characters."""
+def holds(needed: Needs, lowered: str) -> bool:
+    return all(any(literal in lowered for literal in alternatives) for alternatives in needed)
 
-    by_gram: dict[str, tuple[str, ...]]
-    short: tuple[str, ...]  # shorter than a gram: tested one by one
 
-    @classmethod
-    def of(cls, literals: Iterable[str]) -> Literals:
-        by_gram: dict[str, list[str]] = {}
-        short = []
-        for literal in sorted(set(literals)):
-            if len(literal) < _GRAM:
-                short.append(literal)
-            else:
-                by_gram.setdefault(literal[:_GRAM], []).append(literal)
-        return cls({gram: tuple(found) for gram, found in by_gram.items()}, tuple(short))
-
-    def held_by(self, text: str) -> set[str]:
-        lowered = text.lower()
-        held = {literal for literal in self.short if literal in lowered}
-        for start in range(len(lowered) - _GRAM + 1):
-            for literal in self.by_gram.get(lowered[start : start + _GRAM], ()):
-                if lowered.startswith(literal, start):
-                    held.add(literal)
-        return held
+_COMPILED: dict[tuple[str, bool], re.Pattern[str]] = {}  # entries that share a signature compile it once
 
 
 @dataclass
 class Regex:
-    """A regex compiled on first use; `needs` as `needs()` gives it."""
+    """A regex compiled on first use, with what it needs (`needs()`)."""
 
     pattern: str
-    needs: tuple[str, ...]
+    needs: Needs
     _compiled: dict[bool, re.Pattern[str]] = field(default_factory=dict, repr=False, compare=False)
 
-    def may_match(self, held: set[str]) -> bool:
-        return not self.needs or any(literal in held for literal in self.needs)
+    @classmethod
+    def of(cls, pattern: str) -> Regex:
+        return cls(pattern, needs(pattern))
+
+    def may_match(self, lowered: str) -> bool:
+        return holds(self.needs, lowered)
 
     def compiled(self, *, ignore_case: bool = False) -> re.Pattern[str]:
         found = self._compiled.get(ignore_case)
         if found is None:
-            found = self._compiled[ignore_case] = re.compile(self.pattern, re.IGNORECASE if ignore_case else 0)
+            key = (self.pattern, ignore_case)
+            found = _COMPILED.get(key)
+            if found is None:
+                found = _COMPILED[key] = re.compile(self.pattern, re.IGNORECASE if ignore_case else 0)
+            self._compiled[ignore_case] = found
         return found
+
+    def to_json(self) -> list[Any]:
+        return [self.pattern, [list(alternatives) for alternatives in self.needs]]
+
+    @classmethod
+    def from_json(cls, value: list[Any]) -> Regex:
+        pattern, needed = value
+        return cls(pattern, tuple(map(tuple, needed)))
+
+
+@dataclass(frozen=True)
+class LiteralIndex:
+    """Which of many items (each with its `Needs`) a text may match, without looking at the others.
+
+    Each item is filed under one of its sets, the one whose strings the fewest items share; each string
+    is found through its rarest three-character piece. A text then costs one look-up per character
+    plus the items filed under the strings it holds, however many items there are. Its fields are
+    plain lists, as JSON gives them back: the KB index reads one in a single `json.loads`."""
+
+    literals: Sequence[tuple[str, int, Sequence[int]]]  # (string, where its piece starts, items filed under it)
+    pieces: Mapping[str, Sequence[int]]  # piece -> the strings found through it, by number
+    short: Sequence[int]  # the strings shorter than a piece: tested one by one
+    always: Sequence[int]  # the items that need nothing: tried on every text
+
+    @classmethod
+    def build(cls, needed: Sequence[Needs]) -> LiteralIndex:
+        sharing = Counter(literal for item in needed for literal in {s for a in item for s in a})
+        filed: dict[str, list[int]] = {}
+        always = []
+        for number, item in enumerate(needed):
+            if not item:
+                always.append(number)
+                continue
+            key = min(item, key=lambda a: (sum(sharing[s] for s in a), -min(map(len, a)), a))
+            for literal in key:
+                filed.setdefault(literal, []).append(number)
+        used = Counter(literal[i : i + _GRAM] for literal in filed for i in range(len(literal) - _GRAM + 1))
+        windows: dict[tuple[str, int], set[int]] = {}
+        for literal, items in filed.items():
+            # A part of a string a match holds is held too: a window around the rarest piece stands for
+            # the whole string, and keeps the index small however long the KB's literals are.
+            start = min(range(max(1, len(literal) - _GRAM + 1)), key=lambda i: (used[literal[i : i + _GRAM]], i))
+            begin = max(0, min(start - (_WINDOW - _GRAM) // 2, len(literal) - _WINDOW))
+            windows.setdefault((literal[begin : begin + _WINDOW], start - begin), set()).update(items)
+        literals: list[tuple[str, int, Sequence[int]]] = []
+        pieces: dict[str, list[int]] = {}
+        short = []
+        for (window, start), members in sorted(windows.items()):
+            if len(window) < _GRAM:
+                short.append(len(literals))
+            else:
+                pieces.setdefault(window[start : start + _GRAM], []).append(len(literals))
+            literals.append((window, start, sorted(members)))
+        return cls(literals, pieces, short, always)
+
+    def candidates(self, lowered: str) -> list[int]:
+        """The items, in order, that `lowered` (a lowercased text) may match: a superset of those it does."""
+        literals, pieces = self.literals, self.pieces
+        held = {n for n in self.short if literals[n][0] in lowered}
+        for i in range(len(lowered) - _GRAM + 1):
+            for n in pieces.get(lowered[i : i + _GRAM], ()):
+                literal, start, _ = literals[n]
+                if i >= start and lowered.startswith(literal, i - start):
+                    held.add(n)
+        items = set(self.always)
+        for n in held:
+            items.update(literals[n][2])
+        return sorted(items)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"literals": self.literals, "pieces": self.pieces, "short": self.short, "always": self.always}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> LiteralIndex:
+        return cls(value["literals"], value["pieces"], value["short"], value["always"])
 
 
 class AnyOf:
-    """Regexes searched as their alternation `(?:a)|(?:b)|...` would be, in their order, but each compiled
-    only when a text holds one of its literals: the leftmost match wins, and of two at one place, the
-    earlier regex's."""
+    """Regexes searched as their alternation `(?:a)|(?:b)|...` would be, in their order, but each tried
+    only on a text that holds what it needs: the leftmost match wins, and of two at one place, the
+    earlier regex's. `regexes` may be a lazy sequence (the KB index reads a pattern when it is needed)."""
 
-    def __init__(self, regexes: Iterable[Regex]) -> None:
-        self.regexes = tuple(regexes)
-        self._literals = Literals.of(literal for regex in self.regexes for literal in regex.needs)
+    def __init__(self, regexes: Sequence[Regex], index: LiteralIndex | None = None) -> None:
+        self.regexes = regexes
+        self.index = index if index is not None else LiteralIndex.build([r.needs for r in regexes])
 
     @property
     def pattern(self) -> str:
         """The alternation itself, for a reader (the site's paste box) that takes one regex."""
         return "|".join(f"(?:{regex.pattern})" for regex in self.regexes) or "(?!)"
 
+    def candidates(self, lowered: str) -> list[int]:
+        """The regexes that may match `lowered`, by number: every one that holds what it needs."""
+        return [n for n in self.index.candidates(lowered) if self.regexes[n].may_match(lowered)]
+
     def search(self, text: str, pos: int = 0, *, ignore_case: bool = False) -> re.Match[str] | None:
-        held = self._literals.held_by(text)
         best: re.Match[str] | None = None
-        for regex in self.regexes:
-            if not regex.may_match(held):
-                continue
-            found = regex.compiled(ignore_case=ignore_case).search(text, pos)
+        for number in self.candidates(text.lower()):
+            found = self.regexes[number].compiled(ignore_case=ignore_case).search(text, pos)
             if found and (best is None or found.start() < best.start()):
                 best = found
         return best
@@ -148,7 +214,7 @@ class AnyOf:
 
 def known_messages(patterns: Iterable[str]) -> AnyOf:
     """The KB's signatures as one search, each once, in a stable order."""
-    return AnyOf(Regex(pattern, needs(pattern)) for pattern in sorted(set(patterns)))
+    return AnyOf([Regex.of(pattern) for pattern in sorted(set(patterns))])
 
 
-__all__ = ["AnyOf", "Literals", "Regex", "known_messages", "needs"]
+__all__ = ["AnyOf", "LiteralIndex", "Needs", "Regex", "holds", "known_messages", "needs"]

@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from fixer.explain import priors
 from fixer.explain.evidence import Evidence, device_kind, extract
-from fixer.explain.literals import Literals, Regex
+from fixer.explain.literals import Regex
 from fixer.explain.normalise import normalise
 from fixer.explain.parse import Traceback, parse
 from fixer.kb.index import Card, Index, IndexedEntry, Rule, build
@@ -69,16 +69,9 @@ class Matcher:
     def __init__(self, kb: Catalog | Index, *, read_code: bool = True) -> None:
         """`kb`: a loaded catalog, indexed here, or an index read from the cache (no entry validated, no
         regex compiled yet). `read_code=False` ranks on the text alone, as the site's paste box does."""
-        index = kb if isinstance(kb, Index) else build(kb)
-        self.index = index
+        self.index = kb if isinstance(kb, Index) else build(kb)
         self.read_code = read_code
-        self.known_messages = index.known
-        self._entries = index.entries
-        self._priors = index.priors
-        self._arguments_spoken_of = tuple(
-            rule.when["argument"] for c in self._entries for rule in c.rules if "argument" in rule.when
-        )
-        self._literals = Literals.of(n for c in self._entries for sig in c.signatures for n in sig.pattern.needs)
+        self.known_messages = self.index.known
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
         tb = parse(text, self.known_messages)
@@ -90,37 +83,48 @@ class Matcher:
     def rank(self, evidence: Evidence, *, top: int | None = None) -> list[Match]:
         if evidence.dtype_only:
             return []
+        entries = self.index.entries
         normalised = normalise(evidence.message) if evidence.message else ""
-        closest = {c.card.id: self._closest(c, normalised, evidence.device_kinds) for c in self._entries}
+        closest = self._closest(normalised, evidence.device_kinds)
         # An argument that some entry's evidence speaks of is that evidence's to weigh; one that none does
         # says nothing, and the message's priors may then back off to the bare message's.
-        unspoken = not any(_found(rx, _present(evidence.argument), whole=True) for rx in self._arguments_spoken_of)
-        counted = priors.lookup(self._priors, evidence.message, back_off=unspoken) if evidence.message else {}
-        # A message typed again in another case is the same message: its signatures are sought ignoring
-        # case when none shows as written, in any entry.
-        held = set().union(*(self._literals.held_by(m) for m in evidence.messages))
-        signatures = {c.card.id: _best_signature(c, evidence, held, folded=False) for c in self._entries}
+        unspoken = not any(_found(rx, _present(evidence.argument), whole=True) for rx in self.index.arguments)
+        counted = priors.lookup(self.index.priors, evidence.message, back_off=unspoken) if evidence.message else {}
+        # Only the entries one of whose signatures the messages may show are searched; a message typed
+        # again in another case is the same message, sought ignoring case when none shows as written.
+        lowered = [m.lower() for m in evidence.messages]
+        bearers = self.index.bearers
+        bearing = sorted({e for low in lowered for p in self.known_messages.candidates(low) for e in bearers[p]})
+        signatures = {n: _best_signature(entries[n], evidence, lowered, folded=False) for n in bearing}
         if evidence.message and not any(signatures.values()):
-            signatures = {c.card.id: _best_signature(c, evidence, held, folded=True) for c in self._entries}
+            signatures = {n: _best_signature(entries[n], evidence, lowered, folded=True) for n in bearing}
+        # A message admits the entries whose signature it shows or whose example it resembles; frames
+        # alone are weighed against every entry.
+        if evidence.message:
+            resembling = {n for n, (ratio, _) in closest.items() if ratio >= RESEMBLANCE}
+            contenders: Iterable[int] = sorted({n for n, found in signatures.items() if found} | resembling)
+        else:
+            contenders = range(len(entries))
         matches = [
             m
-            for c in self._entries
-            if (m := self._score(c, evidence, closest, signatures[c.card.id], counted.get(c.card.id)))
+            for n in contenders
+            if (m := self._score(n, evidence, closest, signatures.get(n), counted.get(entries[n].card.id)))
         ]
         matches = ranked(matches)
         return matches[:top] if top else matches
 
     def _score(
         self,
-        compiled: IndexedEntry,
+        number: int,
         ev: Evidence,
-        closest: dict[str, tuple[float, str] | None],
+        closest: dict[int, tuple[float, tuple[int, ...]]],
         signature: Reason | None,
         prior: priors.Prior | None,
     ) -> Match | None:
+        compiled = self.index.entries[number]
         reasons: list[Reason] = []
-        similarity = _similarity(closest, compiled.card.id)
-        found = closest[compiled.card.id]
+        similarity = _similarity(closest, number, compiled)
+        found = closest.get(number)
         resembles = found is not None and found[0] >= RESEMBLANCE
         if signature:
             reasons.append(signature)
@@ -142,27 +146,46 @@ class Matcher:
         reasons.sort(key=lambda r: -abs(r.points))
         return Match(compiled.card, score, tuple(reasons), signature.points if signature else 0)
 
-    @staticmethod
-    def _closest(compiled: IndexedEntry, normalised: str, kinds: tuple[str, ...]) -> tuple[float, str] | None:
-        """The entry's real example closest to the message, among those naming the same kinds of
-        devices: "cuda and cuda" and "cuda and cpu" read alike but point to different causes."""
-        comparable = [k for k in compiled.examples if not (kinds and k.kinds) or k.kinds == kinds]
-        if not normalised or not comparable:
-            return None
-        return max((fuzz.ratio(normalised, k.message), k.source) for k in comparable)
+    def _closest(self, normalised: str, kinds: tuple[str, ...]) -> dict[int, tuple[float, tuple[int, ...]]]:
+        """Per entry, its real examples closest to the message (their ratio and positions), among those
+        naming the same kinds of devices: "cuda and cuda" and "cuda and cpu" read alike but point to
+        different causes. Every distinct example message is scored in one batch; an entry none of whose
+        examples comes near enough to bear on `_similarity` is left out."""
+        if not normalised:
+            return {}
+        examples = self.index.examples
+        found: dict[int, tuple[float, tuple[int, ...]]] = {}
+        near = process.extract(
+            normalised,
+            examples.messages,
+            scorer=fuzz.ratio,
+            processor=None,
+            limit=None,
+            score_cutoff=SIMILARITY_FLOOR - SIMILARITY_TIE,
+        )
+        for _, ratio, number in near:
+            for entry, position, example_kinds in examples.of(number):
+                if kinds and example_kinds and example_kinds != kinds:
+                    continue
+                best = found.get(entry)
+                if best is None or ratio > best[0]:
+                    found[entry] = (ratio, (position,))
+                elif ratio == best[0]:
+                    found[entry] = (ratio, (*best[1], position))
+        return found
 
 
-def _best_signature(compiled: IndexedEntry, ev: Evidence, held: set[str], *, folded: bool) -> Reason | None:
-    """The heaviest signature the message shows; `held`: the KB's literals the messages hold."""
+def _best_signature(compiled: IndexedEntry, ev: Evidence, lowered: list[str], *, folded: bool) -> Reason | None:
+    """The heaviest signature the message shows; `lowered`: the messages in lower case."""
     best: Reason | None = None
     for sig in compiled.signatures:
-        if not sig.pattern.may_match(held):
-            continue
         if sig.exception and ev.exception and not re.fullmatch(sig.exception, ev.exception.rsplit(".", 1)[-1]):
             continue
-        pattern = sig.pattern.compiled(ignore_case=folded)
-        for message in ev.messages:
-            hit = pattern.search(message)
+        pattern = sig.pattern
+        for message, low in zip(ev.messages, lowered, strict=True):
+            if not pattern.may_match(low):
+                continue
+            hit = pattern.compiled(ignore_case=folded).search(message)
             if hit and (best is None or sig.weight > best.points):
                 best = Reason(f"the message says “{' '.join(hit.group(0).split())}”", sig.weight)
                 break
@@ -174,20 +197,23 @@ def ranked(matches: Iterable[Match]) -> list[Match]:
     return sorted(matches, key=lambda m: (-m.score, -m.wording, m.id))
 
 
-def _similarity(closest: dict[str, tuple[float, str] | None], entry_id: str) -> Reason | None:
+def _similarity(
+    closest: dict[int, tuple[float, tuple[int, ...]]], number: int, compiled: IndexedEntry
+) -> Reason | None:
     """Points for looking like a known case of this entry and of no other: a bare "cuda:0 and cpu!"
     resembles the examples of a dozen causes (in one device order or the other) and so tells none of
     them apart; how often each is behind it is the priors' business."""
-    found = closest[entry_id]
+    found = closest.get(number)
     if found is None or found[0] <= SIMILARITY_FLOOR:
         return None
-    ratio, source = found
+    ratio, positions = found
     bar = min(ratio - SIMILARITY_TIE, RESEMBLANCE)
-    if any(other and other[0] >= bar for key, other in closest.items() if key != entry_id):
+    if any(other[0] >= bar for key, other in closest.items() if key != number):
         return None
     points = round(SIMILARITY_POINTS * (ratio - SIMILARITY_FLOOR) / (100 - SIMILARITY_FLOOR))
     if points <= 0:
         return None
+    source = max(compiled.examples[p].source for p in positions)
     return Reason(f"the message is {ratio:.0f}% like a known case ({source})", points)
 
 
@@ -218,8 +244,8 @@ def _holds(rule: Rule, ev: Evidence) -> bool:
 
 
 def _found(regex: Regex, texts: Iterable[str], *, whole: bool = False) -> bool:
-    """Each text is tried only if it holds a literal the regex needs: most rules never compile theirs."""
-    texts = [t for t in texts if not regex.needs or any(n in t.lower() for n in regex.needs)]
+    """Each text is tried only if it holds what the regex needs: most rules never compile theirs."""
+    texts = [t for t in texts if regex.may_match(t.lower())]
     compiled = regex.compiled() if texts else None
     return compiled is not None and any(compiled.fullmatch(t) if whole else compiled.search(t) for t in texts)
 

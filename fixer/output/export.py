@@ -468,7 +468,7 @@ def matcher_data(catalog: Catalog) -> dict[str, Any]:
             key: {cause: vars(prior) for cause, prior in causes.items()}
             for key, causes in _priors.load(catalog.root).items()
         },
-        "entries": [_entry(c.card.entry, c) for c in matcher._entries],
+        "entries": [_entry(c.card.entry, c) for c in matcher.index.entries],
     }
 
 

@@ -1,6 +1,6 @@
 """The literal prefilter never hides a match: on every line of every real traceback, each KB regex that
-matches holds one of the literals `needs` gives it, and the KB's signatures searched as one find what
-their alternation finds."""
+matches holds what `needs` says it needs, and the KB's signatures searched as one find what their
+alternation finds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import ROOT, corpus_items, kb_examples
 
-from fixer.explain.literals import AnyOf, Literals, Regex, needs
+from fixer.explain.literals import AnyOf, LiteralIndex, Regex, holds, needs
 from fixer.kb.catalog import Catalog
 from fixer.kb.index import REGEX_FIELDS
 
@@ -29,18 +29,14 @@ def _regexes(catalog: Catalog) -> list[str]:
     return sorted(signatures | rules)
 
 
-def test_a_matching_line_always_holds_a_needed_literal(catalog):
+def test_a_matching_line_always_holds_what_the_regex_needs(catalog):
     assert len(LINES) > 700
     missed = []
     for pattern in _regexes(catalog):
-        literals = needs(pattern)
+        needed = needs(pattern)
         for flags in (0, re.IGNORECASE):
             compiled = re.compile(pattern, flags)
-            missed += [
-                (pattern, line)
-                for line in LINES
-                if compiled.search(line) and literals and not any(literal in line.lower() for literal in literals)
-            ]
+            missed += [(pattern, line) for line in LINES if compiled.search(line) and not holds(needed, line.lower())]
     assert missed == []
 
 
@@ -69,26 +65,37 @@ def test_the_signatures_as_one_find_what_their_alternation_finds(catalog, ignore
 @pytest.mark.parametrize(
     ("pattern", "expected"),
     [
-        (r"found at least two devices", ("found at least two devices",)),
-        (r"(?:cuda|mps):\d+ and cpu", (" and cpu",)),
-        (r"Expected (?:object|tensor) of", ("expected ",)),
-        (r"(?:wrapper_CUDA_\w+|index_select)", ("index_select", "wrapper_cuda_")),
-        (r"(?:cuda)?:\d+", (":",)),
+        (r"found at least two devices", (("found at least two devices",),)),
+        (r"(?:cuda|mps):\d+ and cpu", ((" and cpu",), (":",), ("cuda", "mps"))),
+        (r"Expected (?:object|tensor) of", ((" of",), ("expected ",), ("object", "tensor"))),
+        (r"(?:wrapper_CUDA_\w+|index_select)", (("index_select", "wrapper_cuda_"),)),
+        (r"(?:cuda)?:\d+", ((":",),)),
+        # re's parser takes the `c` both branches start with out of them
+        (r"(?:cpu|cuda:\d+) and (?:cpu|cuda)", ((" and c",), ("c",), ("pu", "uda"), ("pu", "uda:"))),
         (r"a*b?", ()),
-        (r"(?i:FSDP) parameters", (" parameters",)),
+        (r"(?i:FSDP) parameters", ((" parameters",), ("fsdp",))),
         (r"[unbalanced", ()),
     ],
 )
-def test_needs_takes_the_longest_certain_literal(pattern, expected):
+def test_needs_names_every_run_of_literals_a_match_holds(pattern, expected):
     assert needs(pattern) == expected
 
 
 def test_finditer_walks_matches_left_to_right():
-    regexes = AnyOf(Regex(p, needs(p)) for p in (r"cuda:\d", r"cpu"))
+    regexes = AnyOf([Regex.of(p) for p in (r"cuda:\d", r"cpu")])
     assert [m.group(0) for m in regexes.finditer("cuda:0 and cpu, then cuda:1")] == ["cuda:0", "cpu", "cuda:1"]
 
 
-def test_held_literals_are_found_in_any_case_short_or_long():
-    literals = Literals.of(["cpu", "device_map", "to"])
-    assert literals.held_by("Moved TO the CPU with Device_Map") == {"cpu", "device_map", "to"}
-    assert literals.held_by("nothing here") == set()
+def test_an_index_offers_the_items_whose_rarest_set_a_text_holds_in_any_case():
+    needed = [needs(p) for p in (r"found at least two devices", r"(?:cpu|cuda) and meta", r"\d+", r"to")]
+    index = LiteralIndex.build(needed)
+    assert index.candidates("found at least two devices, cpu and meta".lower()) == [0, 1, 2]
+    assert index.candidates("moved TO cpu".lower()) == [2, 3]
+
+
+def test_an_index_files_an_item_under_the_set_few_others_share():
+    """A thousand entries that share a message and differ by one word each are told apart by that word."""
+    needed = [needs(rf"Expected all tensors to be on the same device.* team{n:04}") for n in range(1000)]
+    index = LiteralIndex.build(needed)
+    text = "expected all tensors to be on the same device, but found two: team0417"
+    assert index.candidates(text) == [417]

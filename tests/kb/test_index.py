@@ -99,3 +99,17 @@ def test_skipped_files_are_said_again_from_the_cache(kb):
     (kb / "broken.yaml").write_text("id: [unclosed\n")
     assert any("broken.yaml" in problem for problem in index.load(kb, ()).problems)
     assert any("broken.yaml" in problem for problem in index.load(kb, ()).problems)
+
+
+def test_an_entry_damaged_after_the_index_was_read_is_one_line_and_exit_70(kb, tmp_path, monkeypatch, capsys):
+    from fixer.cli import main
+
+    monkeypatch.setenv("FIXER_KB", str(kb))
+    index.load(kb, ())
+    (cached,) = (index.cache.directory() / "index").glob("*.json")
+    head, _, body = cached.read_text().partition("\n")
+    cached.write_text(head + "\n" + body.replace('"card"', '"crad"'))
+    paste = tmp_path / "paste.txt"
+    paste.write_text(kb_examples()[0][2])
+    assert main(["explain", str(paste)]) == 70
+    assert capsys.readouterr().err.strip().startswith("fixer: fixer's KB index is damaged")
