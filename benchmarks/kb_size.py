@@ -127,42 +127,47 @@ def _clock(command: list[str]) -> float:
 
 
 def _svg(curves: dict[str, list[tuple[int, float]]], bare: float) -> str:
-    """The curves on a log-scaled entry axis, with the 250 ms goal and bare Python: a plain SVG file the
-    docs show as an image, drawn here so the site loads no charting script."""
-    width, height, left, bottom, top, right = 640, 360, 60, 40, 20, 130
+    """The curves on log scales, with the 250 ms goal and bare Python: a plain SVG file the docs show as
+    an image, drawn here so the site loads no charting script."""
+    width, height, left, bottom, top, right = 640, 360, 70, 40, 20, 130
     sizes = sorted({size for points in curves.values() for size, _ in points})
-    highest = max([0.3, *(t for points in curves.values() for _, t in points)]) * 1.1
-    low, high = math.log10(sizes[0]), math.log10(sizes[-1])
+    times = [t for points in curves.values() for _, t in points] + [bare, 0.25]
+    ticks = [10.0**n for n in range(math.floor(math.log10(min(times))), math.ceil(math.log10(max(times))) + 1)]
+
+    def scaled(value: float, low: float, high: float, start: float, end: float) -> float:
+        share = (math.log10(value) - math.log10(low)) / ((math.log10(high) - math.log10(low)) or 1)
+        return start + share * (end - start)
 
     def x(size: int) -> float:
-        return left + (math.log10(size) - low) / (high - low or 1) * (width - left - right)
+        return scaled(size, sizes[0], sizes[-1], left, width - right)
 
     def y(seconds: float) -> float:
-        return height - bottom - seconds / highest * (height - bottom - top)
+        return scaled(seconds, ticks[0], ticks[-1], height - bottom, top)
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" font-family="sans-serif" '
         'font-size="12">',
-        f'<line x1="{left}" y1="{y(0)}" x2="{width - right}" y2="{y(0)}" stroke="#444"/>',
-        f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{top}" stroke="#444"/>',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#444"/>',
+        f'<line x1="{left}" y1="{height - bottom}" x2="{left}" y2="{top}" stroke="#444"/>',
     ]
     for size in sizes:
-        parts.append(f'<text x="{x(size)}" y="{height - bottom + 16}" text-anchor="middle">{size:,}</text>')
+        parts.append(f'<text x="{x(size):.1f}" y="{height - bottom + 16}" text-anchor="middle">{size:,}</text>')
     parts.append(f'<text x="{(width - right + left) / 2}" y="{height - 6}" text-anchor="middle">KB entries</text>')
-    step = 0.1 if highest < 1.5 else 0.5
-    for tick in [n * step for n in range(int(highest / step) + 1)]:
-        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4}" text-anchor="end">{tick * 1000:.0f} ms</text>')
+    for tick in ticks:
+        label = f"{tick * 1000:.0f} ms" if tick < 1 else f"{tick:.0f} s"
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{label}</text>')
     for level, label in ((0.25, "goal: 250 ms"), (bare, "python -c pass")):
         parts.append(
-            f'<line x1="{left}" y1="{y(level)}" x2="{width - right}" y2="{y(level)}" stroke="#999" '
+            f'<line x1="{left}" y1="{y(level):.1f}" x2="{width - right}" y2="{y(level):.1f}" stroke="#999" '
             'stroke-dasharray="4 4"/>'
         )
-        parts.append(f'<text x="{width - right + 6}" y="{y(level) + 4}" fill="#666">{label}</text>')
+        parts.append(f'<text x="{left + 6}" y="{y(level) - 4:.1f}" fill="#666">{label}</text>')
     for (name, points), colour in zip(curves.items(), ("#1565c0", "#c62828"), strict=False):
         path = " ".join(f"{x(size):.1f},{y(t):.1f}" for size, t in points)
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         size, t = points[-1]
-        parts.append(f'<text x="{x(size) + 6}" y="{y(t) + 4}" fill="{colour}">{name}</text>')
+        parts.append(f'<text x="{x(size) + 6:.1f}" y="{y(t) + 4:.1f}" fill="{colour}">{name}</text>')
     return "\n".join([*parts, "</svg>", ""])
 
 
