@@ -115,11 +115,11 @@ class _Prompt:
 
 def local_patches(result: Explanation) -> list[Patch]:
     """The best match's patch when the traceback's own files are here; LibCST loads only then."""
+    if result.traceback is None or not result.matches or not result.traceback.all_frames:
+        return []
     from fixer.patching import registry
     from fixer.patching.targets import user_files
 
-    if result.traceback is None or not result.matches:
-        return []
     codemod = result.matches[0].card.fix_codemod
     files = user_files(result.traceback) if codemod in registry.CODEMODS else {}
     if not files:

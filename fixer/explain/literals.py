@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 Needs = tuple[tuple[str, ...], ...]
@@ -113,6 +113,30 @@ class Regex:
 
 
 @dataclass(frozen=True)
+class Groups:
+    """Many short lists kept as one flat list and where each starts (a CSR layout): read from JSON as two
+    lists, not as thousands."""
+
+    starts: Sequence[int]  # one more than there are groups: where each starts, then the end
+    items: Sequence[int]
+
+    @classmethod
+    def of(cls, groups: Iterable[Sequence[int]]) -> Groups:
+        starts = [0]
+        items: list[int] = []
+        for group in groups:
+            items += group
+            starts.append(len(items))
+        return cls(starts, items)
+
+    def __getitem__(self, number: int) -> Sequence[int]:
+        return self.items[self.starts[number] : self.starts[number + 1]]
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+
+@dataclass(frozen=True)
 class LiteralIndex:
     """Which of many items (each with its `Needs`) a text may match, without looking at the others.
 
@@ -121,9 +145,11 @@ class LiteralIndex:
     plus the items filed under the strings it holds, however many items there are. Its fields are
     plain lists, as JSON gives them back: the KB index reads one in a single `json.loads`."""
 
-    literals: Sequence[tuple[str, int, Sequence[int]]]  # (string, where its piece starts, items filed under it)
-    pieces: Mapping[str, Sequence[int]]  # piece -> the strings found through it, by number
-    short: Sequence[int]  # the strings shorter than a piece: tested one by one
+    windows: Sequence[str]  # the strings items are filed under, cut to a window around their rarest piece
+    starts: Sequence[int]  # where that piece starts in each window
+    filed: Groups  # per window, the items filed under it
+    pieces: Mapping[str, Sequence[int]]  # piece -> the windows found through it
+    short: Sequence[int]  # the windows shorter than a piece: tested one by one
     always: Sequence[int]  # the items that need nothing: tried on every text
 
     @classmethod
@@ -146,37 +172,43 @@ class LiteralIndex:
             start = min(range(max(1, len(literal) - _GRAM + 1)), key=lambda i: (used[literal[i : i + _GRAM]], i))
             begin = max(0, min(start - (_WINDOW - _GRAM) // 2, len(literal) - _WINDOW))
             windows.setdefault((literal[begin : begin + _WINDOW], start - begin), set()).update(items)
-        literals: list[tuple[str, int, Sequence[int]]] = []
+        ordered = sorted(windows.items())
         pieces: dict[str, list[int]] = {}
         short = []
-        for (window, start), members in sorted(windows.items()):
+        for number, ((window, start), _) in enumerate(ordered):
             if len(window) < _GRAM:
-                short.append(len(literals))
+                short.append(number)
             else:
-                pieces.setdefault(window[start : start + _GRAM], []).append(len(literals))
-            literals.append((window, start, sorted(members)))
-        return cls(literals, pieces, short, always)
+                pieces.setdefault(window[start : start + _GRAM], []).append(number)
+        return cls(
+            windows=[window for (window, _), _ in ordered],
+            starts=[start for (_, start), _ in ordered],
+            filed=Groups.of(sorted(members) for _, members in ordered),
+            pieces=pieces,
+            short=short,
+            always=always,
+        )
 
     def candidates(self, lowered: str) -> list[int]:
         """The items, in order, that `lowered` (a lowercased text) may match: a superset of those it does."""
-        literals, pieces = self.literals, self.pieces
-        held = {n for n in self.short if literals[n][0] in lowered}
+        windows, starts, pieces = self.windows, self.starts, self.pieces
+        held = {n for n in self.short if windows[n] in lowered}
         for i in range(len(lowered) - _GRAM + 1):
             for n in pieces.get(lowered[i : i + _GRAM], ()):
-                literal, start, _ = literals[n]
-                if i >= start and lowered.startswith(literal, i - start):
+                start = starts[n]
+                if i >= start and lowered.startswith(windows[n], i - start):
                     held.add(n)
         items = set(self.always)
         for n in held:
-            items.update(literals[n][2])
+            items.update(self.filed[n])
         return sorted(items)
 
     def to_json(self) -> dict[str, Any]:
-        return {"literals": self.literals, "pieces": self.pieces, "short": self.short, "always": self.always}
+        return asdict(self)
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> LiteralIndex:
-        return cls(value["literals"], value["pieces"], value["short"], value["always"])
+        return cls(**{**value, "filed": Groups(**value["filed"])})
 
 
 class AnyOf:
@@ -217,4 +249,4 @@ def known_messages(patterns: Iterable[str]) -> AnyOf:
     return AnyOf([Regex.of(pattern) for pattern in sorted(set(patterns))])
 
 
-__all__ = ["AnyOf", "LiteralIndex", "Needs", "Regex", "holds", "known_messages", "needs"]
+__all__ = ["AnyOf", "Groups", "LiteralIndex", "Needs", "Regex", "holds", "known_messages", "needs"]

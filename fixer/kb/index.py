@@ -18,18 +18,19 @@ slower, never wrong.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, overload
 
 from fixer import __version__, cache
-from fixer.explain.literals import AnyOf, LiteralIndex, Regex
+from fixer.explain.literals import AnyOf, Groups, LiteralIndex, Regex
 from fixer.kb.paths import KBError
 
 if TYPE_CHECKING:
@@ -120,30 +121,6 @@ class IndexedEntry:
     signatures: tuple[Signature, ...]
     rules: tuple[Rule, ...]
     examples: tuple[Example, ...]
-
-
-@dataclass(frozen=True)
-class Groups:
-    """Many short lists kept as one flat list and where each starts (a CSR layout): read from JSON as two
-    lists, not as thousands."""
-
-    starts: Sequence[int]  # one more than there are groups: where each starts, then the end
-    items: Sequence[int]
-
-    @classmethod
-    def of(cls, groups: Iterable[Sequence[int]]) -> Groups:
-        starts = [0]
-        items: list[int] = []
-        for group in groups:
-            items += group
-            starts.append(len(items))
-        return cls(starts, items)
-
-    def __getitem__(self, number: int) -> Sequence[int]:
-        return self.items[self.starts[number] : self.starts[number + 1]]
-
-    def __len__(self) -> int:
-        return len(self.starts) - 1
 
 
 @dataclass(frozen=True)
@@ -434,7 +411,13 @@ def load(root: Path, team: tuple[Path, ...]) -> Index:
 
 def _read(path: Path) -> Index:
     stream: IO[bytes] = path.open("rb")  # kept open: the entries are read from it as they are needed
-    head = json.loads(stream.readline())
+    collecting = gc.isenabled()
+    gc.disable()  # the tables are a few big lists: a collection halfway through them only costs time
+    try:
+        head = json.loads(stream.readline())
+    finally:
+        if collecting:
+            gc.enable()
     body = stream.tell()
     size = os.fstat(stream.fileno()).st_size - body
 

@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from fixer import __version__
-from fixer.diagnose.probes import how_to_run
 from fixer.explain.evidence import Evidence
 from fixer.explain.match import Match
 from fixer.explain.narrow import Certainty
@@ -182,8 +181,14 @@ def uncertain_out(known: Certainty) -> UncertainOut:
         question=known.question.text if known.question else None,
         question_entry=known.question.entry if known.question else None,
         probe=known.probe,
-        probe_checks=how_to_run(known.probe) if known.probe else None,
+        probe_checks=_how_to_run(known.probe) if known.probe else None,
     )
+
+
+def _how_to_run(probe: str) -> str:
+    from fixer.diagnose.probes import how_to_run  # the probe table, only for a ranking that is not settled
+
+    return how_to_run(probe)
 
 
 def to_json(document: Any) -> str:
