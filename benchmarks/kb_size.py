@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 import statistics
 import subprocess
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import yaml
+from installed import installed_env
 
 ROOT = Path(__file__).resolve().parents[1]
 REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame")
@@ -107,7 +107,7 @@ def main() -> int:
                     (kb / f"{entry['id']}.yaml").write_text(yaml.safe_dump(entry, sort_keys=False))
                 priors = ROOT / "kb" / "priors" / "messages.yaml"
                 (kb / "priors" / "messages.yaml").write_text(priors.read_text())
-                env = {**os.environ, "FIXER_KB": str(kb), "FIXER_CACHE_DIR": str(cache), "FIXER_KB_PATH": ""}
+                env = installed_env(FIXER_KB=str(kb), FIXER_CACHE_DIR=str(cache), FIXER_KB_PATH="")
                 build, said = _explain(env)
                 assert not said, said[-500:]  # every copy loaded
                 median = statistics.median(_explain(env)[0] for _ in range(args.runs))
