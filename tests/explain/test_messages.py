@@ -337,6 +337,12 @@ VARIANTS = [
         None,
     ),
     (
+        "masked_fill two GPUs",
+        "RuntimeError: expected self and mask to be on the same device, but got mask on cuda:7 and self on cuda:0",
+        "https://github.com/unslothai/unsloth/issues/996",
+        {"default-cuda-vs-cuda-n"},
+    ),
+    (
         "prims expected device",
         "RuntimeError: Tensor on device meta is not on the expected device cpu!",
         "https://github.com/rupeshs/fastsdcpu/issues/209",
