@@ -1,14 +1,16 @@
 """Real shapes a device error reaches fixer in that no thread quotes whole: what is printed after a
-crash, and rich.traceback's box, made here by rich itself around a real error.
+crash, rich.traceback's box, made here by rich itself around a real error, and a real traceback
+word-wrapped as a mail client sends it.
 
-Shared by tests/explain/test_parse.py (the parser reads them as Python printed them) and
-tests/test_paste_box.py (the site's JavaScript port reads them alike).
+Shared by tests/explain/test_parse.py (the parser reads them as Python printed them),
+tests/explain/test_properties.py and tests/test_paste_box.py (the site's JavaScript port reads them alike).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import io
+import textwrap
 from pathlib import Path
 
 # What launchers and the interpreter print after a crash: torchrun's report as the log in
@@ -51,6 +53,15 @@ Traceback (most recent call last):
 KeyboardInterrupt
 """
 AFTER_A_CRASH = [TORCHRUN_REPORT, SHUTDOWN_NOTE, "done\n", "Epoch 3 finished\n"]
+
+
+def word_wrapped(text: str, width: int) -> str:
+    """The text as a mail client sends it: each line broken at the last space before `width`."""
+    return "\n".join(
+        piece
+        for line in text.splitlines()
+        for piece in (textwrap.wrap(line, width, break_on_hyphens=False, drop_whitespace=False) or [""])
+    )
 
 
 def rich_traceback(width: int, *, locals_: bool) -> tuple[str, BaseException]:

@@ -1,8 +1,8 @@
 """The site's paste-your-traceback box ranks like `fixer explain`: the JavaScript port of the matcher
-(docs/javascripts/fixer-match.js, fed by fixer/output/export.py) is run under Node on every KB example,
-every dev-corpus traceback and every paste of the unseen tune half, and must rank exactly as
-`fixer explain` does on the text alone: the detectors, which read the code a traceback shows, are
-Python and run only in `fixer`."""
+(docs/javascripts/fixer-match.js, fed by fixer/output/export.py) is run under Node on every KB example
+(also word-wrapped at 60 and 80 columns), every dev-corpus traceback and every paste of the unseen tune
+half, and must rank exactly as `fixer explain` does on the text alone: the detectors, which read the
+code a traceback shows, are Python and run only in `fixer`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CORPUS, ROOT, kb_examples
-from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback
+from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback, word_wrapped
 
 from fixer.explain.match import Matcher
 from fixer.explain.parse import parse
@@ -55,6 +55,11 @@ def _cases() -> list[tuple[str, str]]:
     first = kb_examples()[0][2].rstrip("\n") + "\n"
     cases += [(f"after-a-crash:{n}", first + after) for n, after in enumerate(AFTER_A_CRASH)]
     cases += [(f"rich:{width}", rich_traceback(width, locals_=width == 80)[0]) for width in (60, 80, 120)]
+    cases += [
+        (f"wrapped-{width}:{entry}#{number}", word_wrapped(text, width))
+        for entry, number, text in kb_examples()
+        for width in (60, 80)
+    ]
     return cases
 
 

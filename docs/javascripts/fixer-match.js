@@ -62,6 +62,10 @@ function strip(data, text) {
   return text.replace(rx("^" + space + "+|" + space + "+$", "gu"), "");
 }
 
+function rstrip(data, text) {
+  return text.replace(rx(data.patterns.space.source + "+$", "u"), "");
+}
+
 function firstChar(text) {
   return text.length ? String.fromCodePoint(text.codePointAt(0)) : "";
 }
@@ -141,7 +145,7 @@ function clean(data, text) {
   text = text.normalize("NFKC").replace(/[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]/gu, (c) => CURLY[c]);
   let lines = unboxed(data, unquoted(data, text.split("\n")));
   lines = withoutLogPrefixes(data, lines);
-  lines = lines.flatMap((line) => splitRunTogether(data, line));
+  lines = rejoinedHeaders(data, lines).flatMap((line) => splitRunTogether(data, line));
   return unwrapped(data, lines).join("\n");
 }
 
@@ -248,6 +252,37 @@ function withoutLogPrefixes(data, lines) {
   return lines;
 }
 
+/** read.py's _rejoined_headers: a frame header wrapped at spaces, joined back from up to HEADER_ROWS lines. */
+function rejoinedHeaders(data, lines) {
+  const p = data.patterns;
+  const out = [];
+  let i = 0;
+  while (i < lines.length) {
+    let line = lines[i];
+    i += 1;
+    const begun = search(p.header_begun.source, line);
+    if (begun) {
+      const at = begun.index + (begun[0].startsWith("File") ? 0 : 1); // after the one space before `File`
+      let joined = rstrip(data, line);
+      const following = lines.slice(i, i + data.constants.HEADER_ROWS - 1);
+      for (let taken = 1; taken <= following.length; taken++) {
+        const next = strip(data, following[taken - 1]);
+        if (!next) break;
+        joined = `${joined} ${next}`;
+        const whole = rx(p.header_whole.source, "uy");
+        whole.lastIndex = at;
+        if (whole.exec(joined)) {
+          line = joined;
+          i += taken;
+          break;
+        }
+      }
+    }
+    out.push(line);
+  }
+  return out;
+}
+
 function splitRunTogether(data, line) {
   const p = data.patterns;
   const frames = [...line.matchAll(rx(p.frame_header.source, "gu"))];
@@ -258,7 +293,7 @@ function splitRunTogether(data, line) {
   const prefix = fullmatch(p.line_prefix.source, head);
   if (frames.length === 1 && prefix && !strip(data, tail)) return [line];
   const keep = prefix ? strip(data, head) : "";
-  const pieces = prefix ? [] : [head.replace(rx(p.space.source + "+$", "u"), "")];
+  const pieces = prefix ? [] : [rstrip(data, head)];
   frames.forEach((frame, k) => {
     const end = k + 1 < frames.length ? frames[k + 1].index : line.length;
     pieces.push(`${keep}  ${frame[0]}`);
@@ -321,7 +356,7 @@ function knownMessage(data, lines) {
 
 function knownAt(data, lines, find) {
   for (let start = lines.length - 1; start >= 0; start--) {
-    const hit = find(data.known_messages, lines[start]);
+    const hit = find(data.known_messages, lines[start]) || knownAcrossWrap(data, lines, start, find);
     if (hit) {
       let end = start + 1;
       while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
@@ -336,6 +371,27 @@ function knownAt(data, lines, find) {
     }
   }
   return null;
+}
+
+/** parse.py's _known_across_wrap: a known message wrapped at spaces, sought over up to WRAP_SPAN lines. */
+function knownAcrossWrap(data, lines, start, find) {
+  const first = rstrip(data, lines[start]);
+  let window = first;
+  let end = start + 1;
+  while (
+    end < lines.length &&
+    end - start < data.constants.WRAP_SPAN &&
+    codeLength(rstrip(data, lines[end - 1])) >= data.constants.WRAPPED_MIN &&
+    codeLength(rstrip(data, lines[end - 1])) <= data.constants.WRAPPED_MAX
+  ) {
+    const following = strip(data, lines[end]);
+    if (!following || codeLength(following) > data.constants.WRAPPED_MAX) break;
+    window = `${window} ${following}`;
+    end += 1;
+  }
+  if (end === start + 1) return null;
+  const hit = find(data.known_messages, window);
+  return hit && hit.index < first.length ? hit : null;
 }
 
 function withKnownMessage(chain, known) {
@@ -514,13 +570,29 @@ class Scanner {
     const data = this.data;
     const first = firstChar(line);
     if (!first || isSpace(data, first) || line.startsWith("(")) return false;
-    if (line.startsWith("Exception ignored in") || search(this.p.sentence_end.source, previous)) return true;
+    if (line.startsWith("Exception ignored in")) return true;
+    if (this.continuesKnown(soFar, line)) return false;
+    if (search(this.p.sentence_end.source, previous)) return true;
     const trimmed = previous.replace(/\s+$/u, "");
     if ([...trimmed].length < data.constants.WRAPPED_MIN) return !search(this.p.goes_on.source, previous);
     if (!data.known_messages || trimmed !== previous) return false;
-    const flat = soFar.split(/\s+/u).filter(Boolean).join(" ");
+    const flat = soFar.split("\n").slice(-2).join(" ").split(/\s+/u).filter(Boolean).join(" ");
     for (const found of flat.matchAll(rx(data.known_messages, "gu"))) {
       if (found.index + found[0].length === flat.length) return true;
+    }
+    return false;
+  }
+
+  /** parse.py's _continues_known: the line completes a known message begun in the last two lines. */
+  continuesKnown(soFar, line) {
+    const known = this.data.known_messages;
+    const lastTwo = soFar.split("\n").slice(-2);
+    if (!known || [...lastTwo, line].some((piece) => codeLength(piece) > this.data.constants.WRAPPED_MAX)) return false;
+    const words = (text) => text.split(/\s+/u).filter(Boolean).join(" ");
+    const tail = words(lastTwo.join(" "));
+    const joined = `${tail} ${words(line)}`;
+    for (const found of joined.matchAll(rx(known, "gu"))) {
+      if (found.index < tail.length && tail.length < found.index + found[0].length) return true;
     }
     return false;
   }

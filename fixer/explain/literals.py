@@ -238,8 +238,17 @@ class AnyOf:
         return best
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """As the alternation's `finditer`; the text is looked up in the index once, not once per match."""
+        compiled = [self.regexes[number].compiled() for number in self.candidates(text.lower())]
         pos = 0
-        while pos <= len(text) and (found := self.search(text, pos)):
+        while pos <= len(text):
+            found = min(
+                (hit for regex in compiled if (hit := regex.search(text, pos))),
+                key=lambda hit: hit.start(),
+                default=None,
+            )
+            if found is None:
+                return
             yield found
             pos = found.end() if found.end() > found.start() else found.end() + 1
 

@@ -56,6 +56,8 @@ _REPEATED = re.compile(r"(\w+?)\1+")
 _SENTENCE_END = re.compile(r"\S[.!?)]\s*$")
 _GOES_ON = re.compile(r"[,:;(]\s*$")
 _WRAPPED_MIN = 40  # a line cut at a width is at least this long (rich in a 60-column panel: 59)
+_WRAPPED_MAX = 400  # and at most this long: wider than a mail client's or a terminal's lines
+_WRAP_SPAN = 3  # the most lines a known message is sought across when a paste wrapped it at spaces
 _MAX_MESSAGE_LINES = 60
 # The sentences that identify a device error fit in a few lines; past this a message is a tensor or
 # graph dump, which every signature would otherwise scan in full.
@@ -172,7 +174,9 @@ def _known_message(lines: list[str], known: AnyOf | None, fold_case: bool) -> Ra
 
 def _known_at(lines: list[str], known: AnyOf, *, ignore_case: bool) -> RaisedException | None:
     for start in range(len(lines) - 1, -1, -1):
-        hit = known.search(lines[start], ignore_case=ignore_case)
+        hit = known.search(lines[start], ignore_case=ignore_case) or _known_across_wrap(
+            lines, start, known, ignore_case=ignore_case
+        )
         if hit:
             end = start + 1
             while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
@@ -181,6 +185,27 @@ def _known_at(lines: list[str], known: AnyOf, *, ignore_case: bool) -> RaisedExc
             message = "\n".join([lines[start][hit.start() :], *lines[start + 1 : end]]).strip()
             return RaisedException(type=typed.group("type") if typed else None, message=message[:MAX_MESSAGE_CHARS])
     return None
+
+
+def _known_across_wrap(lines: list[str], start: int, known: AnyOf, *, ignore_case: bool) -> re.Match[str] | None:
+    """A known message that starts on line `start` and that a mail client or an editor wrapped at a space:
+    sought in the line joined to the lines it runs on into, each joined one long enough to have been
+    wrapped and short enough to have been. At most `_WRAP_SPAN` lines are joined, so a log costs a
+    few short searches per line."""
+    window = lines[start].rstrip()
+    end = start + 1
+    while (
+        end < len(lines) and end - start < _WRAP_SPAN and _WRAPPED_MIN <= len(lines[end - 1].rstrip()) <= _WRAPPED_MAX
+    ):
+        following = lines[end].strip()
+        if not following or len(following) > _WRAPPED_MAX:
+            break
+        window = f"{window} {following}"
+        end += 1
+    if end == start + 1:
+        return None
+    hit = known.search(window, ignore_case=ignore_case)
+    return hit if hit is not None and hit.start() < len(lines[start].rstrip()) else None
 
 
 def _with_known_message(
@@ -334,21 +359,38 @@ class _Scanner:
 
 def _ends_the_message(previous: str, line: str, so_far: str, known: AnyOf | None) -> bool:
     """A flush-left line right under the message is the log going on (`done`, `Exception ignored in:`,
-    the next epoch), not more of it, when the message looks complete: its last line ends a sentence, or
+    the next epoch), not more of it, unless it completes a known message begun above (a wrap at a space
+    split it), when the message looks complete: its last line ends a sentence, or
     is too short to have been cut at a terminal's or a mail client's width and does not stop on a comma
     or a colon, or a known message ends where it does (and it was not folded at a space, as rich leaves
     one). A message that goes on regardless does so after a blank line (Keras), indented
     (torch.compile), or in parentheses (an argument note)."""
     if not line[:1].strip() or line.startswith("("):
         return False
-    if line.startswith("Exception ignored in") or _SENTENCE_END.search(previous):
+    if line.startswith("Exception ignored in"):
+        return True
+    if _continues_known(so_far, line, known):
+        return False
+    if _SENTENCE_END.search(previous):
         return True
     if len(previous.rstrip()) < _WRAPPED_MIN:
         return not _GOES_ON.search(previous)
     if known is None or previous != previous.rstrip():
         return False
-    flat = " ".join(so_far.split())
+    flat = " ".join(" ".join(so_far.rsplit("\n", 2)[-2:]).split())  # its last two lines: linear in a long message
     return any(found.end() == len(flat) for found in known.finditer(flat))
+
+
+def _continues_known(so_far: str, line: str, known: AnyOf | None) -> bool:
+    """Whether `line` completes a known message begun in the message's last two lines: a wrap at a
+    space leaves a short remnant (`only work`) that is no end of the message when the next line finishes
+    a sentence the KB knows. Lines longer than a wrap leaves are no wrap's."""
+    last_two = so_far.rsplit("\n", 2)[-2:]
+    if known is None or any(len(piece) > _WRAPPED_MAX for piece in (*last_two, line)):
+        return False
+    tail = " ".join(" ".join(last_two).split())
+    joined = f"{tail} {' '.join(line.split())}"
+    return any(found.start() < len(tail) < found.end() for found in known.finditer(joined))
 
 
 def _line_number(digits: str | None) -> int | None:

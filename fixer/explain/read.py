@@ -51,6 +51,11 @@ _STARTS_ITS_OWN = re.compile(
     rf"|{EXCEPTION_NAME}\b)"
 )
 _RULER = re.compile(r"[-=_*~ ]+")
+# A frame header a mail client wrapped at a space ends its line unfinished (`File "x.py", line 3, in`),
+# and the next line finishes it (`forward`).
+_HEADER_BEGUN = re.compile(r'(?:^|\s)(?P<header>File(?: "[^"\n]*"?(?:,(?: line(?: \d+(?:,(?: in)?)?)?)?)?)?)\s*$')
+_HEADER_WHOLE = re.compile(r'File "[^"\n]+", line \d+, in \S')
+_HEADER_ROWS = 3  # the most lines one wrapped header is joined from
 # rich.traceback (Lightning, typer, many CLIs) draws the traceback in a box: a header rule, then per frame
 # `│ path.py:55 in fn │` (wrapped at the box's width) and numbered source lines, `❱` at the failing one.
 _BOX_TOP = re.compile(r"^\s*╭─+ Traceback \(most recent call last\) ─+╮\s*$")
@@ -71,7 +76,7 @@ def clean(text: str) -> str:
     text = as_pasted(text)
     lines = _unboxed(_unquoted(text.split("\n")))
     lines = _without_log_prefixes(lines)
-    lines = [piece for line in lines for piece in _split_run_together(line)]
+    lines = [piece for line in _rejoined_headers(lines) for piece in _split_run_together(line)]
     return "\n".join(_unwrapped(lines))
 
 
@@ -157,6 +162,28 @@ def _without_log_prefixes(lines: list[str]) -> list[str]:
     if any(stripped and _TRACEBACK_LINE.match(line) for line, stripped in repaired):
         return [line for line, _ in repaired]
     return lines
+
+
+def _rejoined_headers(lines: list[str]) -> list[str]:
+    """Frame headers wrapped at spaces joined back: a line ending in a header that stops short of its
+    function, and the next line or two, become one line when together they are a whole header."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        begun = _HEADER_BEGUN.search(line)
+        if begun:
+            joined = line.rstrip()
+            for taken, following in enumerate(lines[i : i + _HEADER_ROWS - 1], 1):
+                if not following.strip():
+                    break
+                joined = f"{joined} {following.strip()}"
+                if _HEADER_WHOLE.match(joined, begun.start("header")):
+                    line, i = joined, i + taken
+                    break
+        out.append(line)
+    return out
 
 
 def _split_run_together(line: str) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback
+from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback, word_wrapped
 
 from fixer.explain.parse import MAX_MESSAGE_CHARS, clean, parse
 
@@ -171,6 +171,46 @@ def test_every_reading_shape_has_a_real_paste():
 )
 def test_a_hard_wrapped_message_reads_as_the_whole_one(name, cause, matcher):
     assert matcher.explain(case(name)["text"]).matches[0].id == cause
+
+
+def _example(catalog, entry_id: str, holds: str) -> str:
+    return next(e.traceback for e in catalog.get(entry_id).examples if holds in e.traceback)
+
+
+def test_a_frame_header_wrapped_at_its_spaces_is_one_frame_again(catalog):
+    # https://github.com/ChaoningZhang/MobileSAM/pull/47, a KB example: at 60 columns its last header
+    # falls on three lines (`File`, the path, `line 274, in forward`), at 80 on two (`in` / `forward`)
+    text = _example(catalog, "plain-tensor-attribute", "tiny_vit_sam.py")
+    whole = parse(text, catalog.known_messages)
+    for width in (60, 80):
+        tb = parse(word_wrapped(text, width), catalog.known_messages)
+        assert [(f.path, f.line, f.function, f.code) for f in tb.frames] == [
+            (f.path, f.line, f.function, f.code) for f in whole.frames
+        ]
+
+
+def test_a_line_ending_in_the_word_file_is_joined_only_into_a_whole_header():
+    text = 'saving the checkpoint File\n"ckpt.pt" failed, line 3 of the log\nRuntimeError: boom'
+    assert clean(text) == text
+
+
+def test_a_message_without_its_type_is_found_across_a_wrap(catalog):
+    # https://github.com/mkshing/e4t-diffusion/issues/10 (a KB example): the message is a quoted string
+    text = _example(catalog, "accelerate-offloaded-model-moved", "sequential model offloading")
+    tb = parse(word_wrapped(text, 80), catalog.known_messages)
+    assert tb.message.startswith("activated sequential model offloading by calling")
+
+
+def test_a_short_or_finished_line_goes_on_when_the_next_completes_a_known_message(catalog):
+    # KB examples: a wrap leaves `only work` alone on a line (https://github.com/wenwenyu/PICK-pytorch/issues/21),
+    # or breaks after a full stop that a longer known message goes past, `...device.` / `Received ...`
+    # (https://github.com/Lightning-AI/pytorch-lightning/issues/7023)
+    for entry_id, holds, goes_on in [
+        ("ddp-module-not-on-device", "only work\nwith single-device", "with single-device CUDA modules"),
+        ("tensor-created-without-device", "Received cpu and cuda:0", "Received cpu and cuda:0"),
+    ]:
+        tb = parse(word_wrapped(_example(catalog, entry_id, holds), 60), catalog.known_messages)
+        assert goes_on in " ".join(tb.message.split())
 
 
 def test_a_frame_that_lost_its_file_prefix_is_still_a_frame(catalog):
