@@ -359,12 +359,12 @@ class _Scanner:
 
 def _ends_the_message(previous: str, line: str, so_far: str, known: AnyOf | None) -> bool:
     """A flush-left line right under the message is the log going on (`done`, `Exception ignored in:`,
-    the next epoch), not more of it, unless it completes a known message begun above (a wrap at a space
-    split it), when the message looks complete: its last line ends a sentence, or
+    the next epoch), not more of it, when the message looks complete: its last line ends a sentence, or
     is too short to have been cut at a terminal's or a mail client's width and does not stop on a comma
     or a colon, or a known message ends where it does (and it was not folded at a space, as rich leaves
-    one). A message that goes on regardless does so after a blank line (Keras), indented
-    (torch.compile), or in parentheses (an argument note)."""
+    one). A line that completes a known message begun above is more of it whatever the line before
+    looks like: a wrap at a space split them. A message that goes on regardless does so after a blank
+    line (Keras), indented (torch.compile), or in parentheses (an argument note)."""
     if not line[:1].strip() or line.startswith("("):
         return False
     if line.startswith("Exception ignored in"):
