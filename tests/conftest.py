@@ -40,7 +40,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Records of applied patches go to a directory of each test's own, never to the user's cache."""
+    """Records of applied patches and the KB's index go to a directory of each test's own, never to the
+    user's cache."""
     monkeypatch.setenv("FIXER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 

@@ -230,27 +230,25 @@ class AnyOf:
         return [n for n in self.index.candidates(lowered) if self.regexes[n].may_match(lowered)]
 
     def search(self, text: str, pos: int = 0, *, ignore_case: bool = False) -> re.Match[str] | None:
-        best: re.Match[str] | None = None
-        for number in self.candidates(text.lower()):
-            found = self.regexes[number].compiled(ignore_case=ignore_case).search(text, pos)
-            if found and (best is None or found.start() < best.start()):
-                best = found
-        return best
+        return _leftmost(self._compiled(text, ignore_case), text, pos)
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         """As the alternation's `finditer`; the text is looked up in the index once, not once per match."""
-        compiled = [self.regexes[number].compiled() for number in self.candidates(text.lower())]
+        compiled = self._compiled(text, ignore_case=False)
         pos = 0
-        while pos <= len(text):
-            found = min(
-                (hit for regex in compiled if (hit := regex.search(text, pos))),
-                key=lambda hit: hit.start(),
-                default=None,
-            )
-            if found is None:
-                return
+        while pos <= len(text) and (found := _leftmost(compiled, text, pos)):
             yield found
             pos = found.end() if found.end() > found.start() else found.end() + 1
+
+    def _compiled(self, text: str, ignore_case: bool) -> list[re.Pattern[str]]:
+        return [self.regexes[n].compiled(ignore_case=ignore_case) for n in self.candidates(text.lower())]
+
+
+def _leftmost(compiled: Iterable[re.Pattern[str]], text: str, pos: int) -> re.Match[str] | None:
+    """The match an alternation of `compiled` finds: the leftmost, and of two at one place the earlier's."""
+    return min(
+        (hit for regex in compiled if (hit := regex.search(text, pos))), key=lambda hit: hit.start(), default=None
+    )
 
 
 def known_messages(patterns: Iterable[str]) -> AnyOf:

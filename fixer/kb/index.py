@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, overload
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from fixer import __version__, cache
 from fixer.explain.literals import AnyOf, Groups, LiteralIndex, Regex
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from fixer.kb.schema import Entry
 
 FORMAT = 2  # bump when the layout below changes
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -314,7 +315,23 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
     )
 
 
-class _Entries(Sequence[IndexedEntry]):
+class _Lazy(Sequence[_T]):
+    """A sequence whose items are made the first time each is asked for; `_item` makes one."""
+
+    def _item(self, number: int) -> _T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, number: int) -> _T: ...
+    @overload
+    def __getitem__(self, number: slice) -> Sequence[_T]: ...
+    def __getitem__(self, number: int | slice) -> _T | Sequence[_T]:
+        if isinstance(number, slice):
+            return [self._item(n) for n in range(len(self))[number]]
+        return self._item(number)
+
+
+class _Entries(_Lazy[IndexedEntry]):
     """The entries of an index file, each read and decoded the first time it is asked for."""
 
     def __init__(self, offsets: list[int], size: int, read: Callable[[int, int], bytes]) -> None:
@@ -325,13 +342,7 @@ class _Entries(Sequence[IndexedEntry]):
     def __len__(self) -> int:
         return len(self._spans)
 
-    @overload
-    def __getitem__(self, number: int) -> IndexedEntry: ...
-    @overload
-    def __getitem__(self, number: slice) -> Sequence[IndexedEntry]: ...
-    def __getitem__(self, number: int | slice) -> IndexedEntry | Sequence[IndexedEntry]:
-        if isinstance(number, slice):
-            return [self[n] for n in range(len(self))[number]]
+    def _item(self, number: int) -> IndexedEntry:
         found = self._decoded.get(number)
         if found is None:
             start, end = self._spans[number]
@@ -342,10 +353,10 @@ class _Entries(Sequence[IndexedEntry]):
         return found
 
     def __iter__(self) -> Iterator[IndexedEntry]:
-        return (self[n] for n in range(len(self)))
+        return (self._item(n) for n in range(len(self)))
 
 
-class _Patterns(Sequence[Regex]):
+class _Patterns(_Lazy[Regex]):
     """The known patterns of an index file, each read with the first entry that has it."""
 
     def __init__(self, entries: _Entries, bearers: Groups, at: Sequence[int]) -> None:
@@ -356,13 +367,7 @@ class _Patterns(Sequence[Regex]):
     def __len__(self) -> int:
         return len(self._at)
 
-    @overload
-    def __getitem__(self, number: int) -> Regex: ...
-    @overload
-    def __getitem__(self, number: slice) -> Sequence[Regex]: ...
-    def __getitem__(self, number: int | slice) -> Regex | Sequence[Regex]:
-        if isinstance(number, slice):
-            return [self[n] for n in range(len(self))[number]]
+    def _item(self, number: int) -> Regex:
         return self._entries[self._bearers[number][0]].signatures[self._at[number]].pattern
 
 
