@@ -141,12 +141,46 @@ function clean(data, text) {
   const p = data.patterns;
   text = sub(p.ansi.source, text, "");
   text = sub(p.ansi_leftover.source, text, "");
-  text = sub(p.link.source, text.replaceAll("\r\n", "\n").replaceAll("\r", "\n"), (_m, inner) => inner);
+  const unified = text.replaceAll("\r\n", "\n").replaceAll("\r", "\n");
+  text = sub(p.link.source, linkedHeaders(data, unified.split("\n")).join("\n"), (_m, inner) => inner);
   text = text.normalize("NFKC").replace(/[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]/gu, (c) => CURLY[c]);
   let lines = unboxed(data, unquoted(data, text.split("\n")));
   lines = withoutLogPrefixes(data, lines);
   lines = rejoinedHeaders(data, lines).flatMap((line) => splitRunTogether(data, line));
   return unwrapped(data, lines).join("\n");
+}
+
+/** read.py's _linked_headers: a cut frame header put back from the links on its numbered lines. */
+function linkedHeaders(data, lines) {
+  const p = data.patterns;
+  const out = [];
+  let named = null;
+  lines.forEach((line, i) => {
+    const link = matchAt(p.numbered_link.source, line);
+    if (!link) {
+      const header = matchAt(p.names_a_file.source, line);
+      named = header ? group(header, "name") : named;
+    } else if (fileName(group(link, "path")) !== named) {
+      const path = group(link, "path");
+      named = fileName(path);
+      let failing = link;
+      for (const next of lines.slice(i)) {
+        const found = matchAt(p.numbered_link.source, next);
+        if (!found || group(found, "path") !== path) break;
+        if (group(found, "arrow")) {
+          failing = found;
+          break;
+        }
+      }
+      out.push(`File "${path}", line ${group(failing, "line")}`);
+    }
+    out.push(line);
+  });
+  return out;
+}
+
+function fileName(path) {
+  return rsplitLast(path.replaceAll("\\", "/"), "/");
 }
 
 /** read.py's _unquoted: reply marks go when most lines carry them, then the common indentation. */
@@ -870,7 +904,9 @@ function score(data, entry, ev, found, all, k, signature, prior) {
   const rules = entry.rules.filter((r) => holds(r, ev)).map((r) => ({ text: r.because, points: r.weight }));
   reasons.push(...rules);
   const evidencePoints = rules.reduce((sum, r) => sum + r.points, 0);
-  const competes = signature || resembles || (!ev.message && evidencePoints >= c.FRAMES_ALONE);
+  // The message admits an entry by its wording, its resemblance to a real case, or the real cases counted behind it.
+  const admitted = Boolean(signature) || resembles || Boolean(prior);
+  const competes = admitted || (!ev.message && evidencePoints >= c.FRAMES_ALONE);
   if (!competes) return null;
   const total = Math.max(1, Math.min(100, reasons.reduce((sum, r) => sum + r.points, 0)));
   const ordered = reasons

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 import unicodedata
+from collections.abc import Iterator
 
 _ANSI = re.compile(
     # CSI colour codes, OSC strings (terminal hyperlinks: ESC ]8;;URI ESC \ text ESC ]8;; ESC \), 2-byte escapes
@@ -22,6 +23,14 @@ _ANSI_LEFTOVER = re.compile(r"\[(?:0|1|22|3\d|9\d)m")
 # holds brackets one level deep at most, so a run of `[` costs one step each, not a scan to the line's end.
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
 # Reply marks: `> `, nested `>> ` or `> > `, and the `| ` margin some forums and chat clients draw.
+# VS Code links each numbered source line of a notebook traceback to its file and line, `    [254](https://
+# file+.vscode-resource.vscode-cdn.net/.../torch/serialization.py:254) code`, so the file is known even where
+# the frame's header was cut from the paste.
+_NUMBERED_LINK = re.compile(
+    r"^\s*(?P<arrow>-+>)?\s*\[(?P<line>\d+)\]\((?:https?|file|vscode[\w+-]*):(?://[^/)\s]*)?"
+    r"(?P<path>[^)\s]*?\.pyx?):(?P=line)\)"
+)
+_NAMES_A_FILE = re.compile(r"^\s*File\b[^\n]*?(?P<name>[^\s/\\\[\]\"(]+\.pyx?)\b")
 _QUOTE_MARKS = (re.compile(r"^(?:> ?)+"), re.compile(r"^\| ?"))
 _CURLY = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"'})
 # What loggers put before each line they print: ray's `(pid=..., ip=...)`, ISO and short timestamps,
@@ -72,12 +81,43 @@ def clean(text: str) -> str:
     then undo what pasting did: links, quoting, logger prefixes, run-together lines, hard wraps."""
     text = _ANSI.sub("", text)
     text = _ANSI_LEFTOVER.sub("", text)
-    text = _LINK.sub(r"\1", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _LINK.sub(r"\1", "\n".join(_linked_headers(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))))
     text = as_pasted(text)
     lines = _unboxed(_unquoted(text.split("\n")))
     lines = _without_log_prefixes(lines)
     lines = [piece for line in _rejoined_headers(lines) for piece in _split_run_together(line)]
     return "\n".join(_unwrapped(lines))
+
+
+def _linked_headers(lines: list[str]) -> list[str]:
+    """A frame header put back where a paste cut it but VS Code's links on the frame's numbered lines
+    still name its file: before a run of lines linked to a file that the last header did not name.
+    The header takes the number of the run's arrowed line (the failing one), else of its first line."""
+    out: list[str] = []
+    named: str | None = None  # the file the last frame header named
+    for i, line in enumerate(lines):
+        link = _NUMBERED_LINK.match(line)
+        if link is None:
+            header = _NAMES_A_FILE.match(line)
+            named = header.group("name") if header else named
+        elif _file_name(path := link.group("path")) != named:
+            named = _file_name(path)
+            failing = next((found for found in _run_linked_to(lines[i:], path) if found.group("arrow")), link)
+            out.append(f'File "{path}", line {failing.group("line")}')
+        out.append(line)
+    return out
+
+
+def _run_linked_to(lines: list[str], path: str) -> Iterator[re.Match[str]]:
+    for line in lines:
+        link = _NUMBERED_LINK.match(line)
+        if link is None or link.group("path") != path:
+            return
+        yield link
+
+
+def _file_name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _unquoted(lines: list[str]) -> list[str]:

@@ -366,6 +366,8 @@ def patterns() -> dict[str, Any]:
         "from_user_code": _python_regex(p._FROM_USER_CODE),
         "type_before": _python_regex(p._TYPE_BEFORE),
         "link": _python_regex(_read._LINK),
+        "numbered_link": _python_regex(_read._NUMBERED_LINK),
+        "names_a_file": _python_regex(_read._NAMES_A_FILE),
         "quote_marks": [_python_regex(mark) for mark in _read._QUOTE_MARKS],
         "log_prefix": _python_regex(_read._LOG_PREFIX),
         "traceback_line": _python_regex(_read._TRACEBACK_LINE),
