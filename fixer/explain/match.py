@@ -102,7 +102,10 @@ class Matcher:
         # alone are weighed against every entry.
         if evidence.message:
             resembling = {n for n, (ratio, _) in closest.items() if ratio >= RESEMBLANCE}
-            contenders: Iterable[int] = sorted({n for n, found in signatures.items() if found} | resembling)
+            # A cause the real cases show behind this very message competes, whatever its signatures say.
+            behind = {n for n, entry_id in enumerate(self.index.ids) if entry_id in counted}
+            shown = {n for n, found in signatures.items() if found}
+            contenders: Iterable[int] = sorted(shown | resembling | behind)
         else:
             contenders = range(len(entries))
         matches = [
@@ -133,12 +136,15 @@ class Matcher:
         if prior is not None and prior.points:
             said = f"{prior.count} of {prior.total} real cases of this message alone had this cause"
             reasons.append(Reason(said, prior.points))
-        if ev.message and not (signature or resembles):  # rules reorder what the message admits
+        # The message admits an entry by its wording, its resemblance to a real case, or the real cases
+        # counted behind it; rules reorder what the message admits.
+        admitted = bool(signature) or resembles or prior is not None
+        if ev.message and not admitted:
             return None
         rules = [Reason(_because(r, ev), r.weight) for r in compiled.rules if _holds(r, ev)]
         reasons.extend(rules)
         evidence_points = sum(r.points for r in rules)
-        if not _competes(signature, resembles, evidence_points, has_message=bool(ev.message)):
+        if not _competes(admitted, evidence_points, has_message=bool(ev.message)):
             return None
         # Evidence reorders the candidates the message admits, and never removes one: a cause the
         # frames argue against stays in the list, last, rather than leaving the user with nothing.
@@ -217,12 +223,10 @@ def _similarity(
     return Reason(f"the message is {ratio:.0f}% like a known case ({source})", points)
 
 
-def _competes(signature: Reason | None, resembles: bool, evidence_points: int, *, has_message: bool) -> bool:
-    """An entry competes when its message shape matches or the message closely resembles one of its
-    real examples; for a paste with frames but no message, when the frames alone make a strong case."""
-    if signature or resembles:
-        return True
-    return not has_message and evidence_points >= FRAMES_ALONE
+def _competes(admitted: bool, evidence_points: int, *, has_message: bool) -> bool:
+    """An entry competes when the message admits it; for a paste with frames but no message, when the
+    frames alone make a strong case."""
+    return admitted or (not has_message and evidence_points >= FRAMES_ALONE)
 
 
 def _holds(rule: Rule, ev: Evidence) -> bool:

@@ -43,6 +43,15 @@ def settled(matches: Sequence[Match]) -> bool:
     return len(matches) < 2 or matches[0].score - matches[1].score >= MARGIN
 
 
+def within_reach(matches: Sequence[Match], entry_id: str) -> bool:
+    """Whether a cause is in the top 3, or among the close causes that follow-up questions weigh when no
+    cause clearly leads: where an answer the person gives can still bring it first."""
+    place = next((n for n, m in enumerate(matches) if m.id == entry_id), None)
+    if place is None:
+        return False
+    return place < 3 or (not settled(matches) and matches[0].score - matches[place].score < MARGIN)
+
+
 def answer(matches: Sequence[Match], question: Asked, reply: bool | None) -> list[Match]:
     """Re-rank with a yes or no; "don't know" (None) is no evidence either way and changes nothing."""
     if reply is None:

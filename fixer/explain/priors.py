@@ -5,11 +5,12 @@ causes; its text cannot tell them apart, and resemblance to one entry's examples
 other entries have examples just as alike. What it can say is how often each cause turned out to be
 behind this very message in the labelled real tracebacks: the KB's examples and the labelled corpora.
 `fixer kb priors` counts them into kb/priors/messages.yaml, where they are written down with their
-counts; the matcher adds points in proportion, at most PRIOR_POINTS, and says so.
+counts; the matcher adds points on a log scale of the count, at most PRIOR_POINTS, and says so.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -24,7 +25,7 @@ HEADER = """\
 # How often each cause is behind a message that several causes print, counted by `fixer kb priors` over
 # the labelled real tracebacks of the corpora named below (threads found by searching for the messages,
 # so causes come in the proportions users meet them). Generated: do not edit; run `fixer kb priors`
-# again when a corpus grows. The matcher adds up to {points} points to each cause in proportion to its
+# again when a corpus grows. The matcher adds up to {points} points to each cause, on a log scale of its
 # count (fixer/explain/priors.py).
 """
 
@@ -90,6 +91,13 @@ def dump(counts: dict[str, Counter[str]], sources: list[str]) -> str:
     return HEADER.format(points=PRIOR_POINTS) + "# Counted over:\n" + named + body
 
 
+def points(count: int, most: int) -> int:
+    """Points on a log scale, as a score's other points act: a cause behind five cases where another is
+    behind one is more likely, not five times the evidence, so what the code shows can still outweigh it.
+    Adding one keeps a cause seen once above nothing."""
+    return round(PRIOR_POINTS * math.log1p(count) / math.log1p(most))
+
+
 def load(root: Path) -> dict[str, dict[str, Prior]]:
     """Message key -> cause -> its prior; empty when the KB has no priors file (a team's KB)."""
     import yaml
@@ -108,7 +116,7 @@ def load(root: Path) -> dict[str, dict[str, Prior]]:
             if counts:
                 total, most = sum(counts.values()), max(counts.values())
                 priors[str(document["message"])] = {
-                    cause: Prior(n, total, round(PRIOR_POINTS * n / most)) for cause, n in counts.items()
+                    cause: Prior(n, total, points(n, most)) for cause, n in counts.items()
                 }
     except (KeyError, TypeError, ValueError, AttributeError):  # a hand-edited file: no priors, not a crash
         return {}

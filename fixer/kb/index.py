@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 2  # bump when the layout below changes
+FORMAT = 3  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -144,6 +144,7 @@ class Examples:
 @dataclass(frozen=True)
 class Index:
     entries: Sequence[IndexedEntry]  # a tuple, or read from the index file as they are needed
+    ids: tuple[str, ...]  # the entries' ids, in their order: known without reading an entry
     known: AnyOf  # the distinct signature patterns, sorted: finds a known message in any line
     bearers: Groups  # per known pattern, the entries whose signature it is
     examples: Examples
@@ -213,6 +214,7 @@ def _assembled(
     }
     return Index(
         entries=entries,
+        ids=tuple(entry.card.id for entry in entries),
         known=known,
         bearers=Groups.of(list(bearing[p]) for p in patterns),
         examples=Examples(
@@ -269,6 +271,7 @@ def dumps(index: Index) -> str:
         "format": FORMAT,
         "offsets": offsets,
         "size": at,
+        "ids": list(index.ids),
         "known": {
             "at": [_place(index.entries[bearers[n][0]], regex) for n, regex in enumerate(index.known.regexes)],
             "index": index.known.index.to_json(),
@@ -306,6 +309,7 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
     examples = head["examples"]
     return Index(
         entries=entries,
+        ids=tuple(head["ids"]),
         known=AnyOf(_Patterns(entries, bearers, head["known"]["at"]), LiteralIndex.from_json(head["known"]["index"])),
         bearers=bearers,
         examples=Examples(**{**examples, "bearers": Groups(**examples["bearers"])}),

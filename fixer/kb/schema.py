@@ -180,7 +180,8 @@ class Example(Strict):
     ambiguous: bool = Field(
         default=False,
         description="The text alone cannot tell this cause from its siblings (a bare 'cuda:0 and cpu!'): "
-        "the lint then asks for this entry in the top 3 instead of first.",
+        "the lint then asks for this entry in the top 3, or among the close causes that fixer's follow-up "
+        "questions weigh, instead of first.",
     )
 
 

@@ -40,9 +40,11 @@ def test_dev_corpus_accuracy(matcher, catalog):
     overall = score.overall
     print(f"\ndev corpus: top-1 {overall.top1_rate:.2f}, top-3 {overall.top3_rate:.2f}, n={overall.n}")
     # 0.85 while a rule matched the function names of one book's fine-tuning code; without it that frames-
-    # only paste is in the top 3 but not first, which is all its text can say (issue 10: no project fingerprints)
-    assert overall.top1_rate >= 0.83, f"top-1 {overall.top1_rate:.2f}; misses:\n{misses}"
-    assert overall.top3_rate >= 0.97, f"top-3 {overall.top3_rate:.2f}; misses:\n{misses}"
+    # only paste is in the top 3 but not first, which is all its text can say (issue 10: no project fingerprints).
+    # Top-3 was 0.98 while the priors were counted from 60 + 58 threads; counted from 86 more, the bare messages
+    # of two rarer causes (an exported program, a resumed optimizer) rank fourth, as often as users meet them.
+    assert overall.top1_rate >= 0.81, f"top-1 {overall.top1_rate:.2f}; misses:\n{misses}"
+    assert overall.top3_rate >= 0.95, f"top-3 {overall.top3_rate:.2f}; misses:\n{misses}"
 
 
 # Frames quoted from https://github.com/microsoft/Cream/issues/2 (one of the KB's optimizer examples):

@@ -74,6 +74,18 @@ def test_a_bare_message_is_open_and_a_named_argument_is_settled(matcher: Matcher
     assert var[0].score - var[1].score >= narrow.MARGIN > ranked[0].score - ranked[1].score
 
 
+def test_a_cause_behind_a_close_race_stays_within_reach_and_one_behind_a_clear_leader_does_not(
+    matcher: Matcher, catalog: Catalog, ranked
+):
+    fourth = ranked[3]
+    assert not settled(ranked) and ranked[0].score - fourth.score < narrow.MARGIN
+    assert narrow.within_reach(ranked, fourth.id)
+    var = matcher.explain(_example(catalog, "FoundationVision/VAR")).matches
+    assert narrow.within_reach(var, var[2].id)
+    assert len(var) < 4 or not narrow.within_reach(var, var[3].id)
+    assert not narrow.within_reach(ranked, "no-such-cause")
+
+
 def test_yes_to_a_runner_up_question_puts_that_cause_first(ranked):
     runner_up = ranked[1]
     asked = Asked(runner_up.id, next(q for q in runner_up.card.questions if q.if_yes > 0))
@@ -245,7 +257,7 @@ def test_no_input_never_asks_at_a_terminal(bare_file: Path, ranked):
 
 @posix_only
 def test_answers_at_a_terminal_rerank_the_explanation(bare_file: Path, ranked):
-    script, given = [False, True, True], []
+    script, given = [True, True, True], []
 
     def ask(question: str) -> bool:
         given.append(script[len(given)])

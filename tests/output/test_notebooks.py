@@ -36,7 +36,7 @@ _NEEDS_THE_CELLS_SOURCE = pytest.mark.xfail(
 )
 _RANKED = [
     pytest.param(entry_id, marks=_NEEDS_THE_CELLS_SOURCE)
-    if entry_id in {"inputs-not-moved", "model-not-moved", "tensor-created-without-device"}
+    if entry_id in {"model-not-moved", "tensor-created-without-device"}
     else entry_id
     for entry_id in EXERCISES
 ]
