@@ -72,6 +72,8 @@ class Frame:
     function: str | None
     code: str | None
     library: str | None
+    # The numbered lines IPython printed up to the failing one, indentation kept: what encloses it.
+    context: tuple[str, ...] = ()
 
     @property
     def is_user(self) -> bool:
@@ -284,13 +286,13 @@ class _Scanner:
         path = groups["path"].strip()
         number = _line_number(groups.get("line"))
         function = (groups.get("function") or "").strip() or None
-        code, self.i = _code_after(self.lines, i + 1)
+        code, context, self.i = _code_after(self.lines, i + 1)
         arrow = _IPY_ARROW.match(code) if code is not None else None
         if arrow:  # IPython marks the failing line with an arrow and its number: keep only the code
             number, code = number or _line_number(arrow.group("line")), arrow.group("code").strip()
         if path.startswith(("Cell In", "Input In")):
             function = function or "<cell>"
-        return Frame(path=path, line=number, function=function, code=code, library=library_of(path))
+        return Frame(path, number, function, code, library_of(path), context if arrow else ())
 
     def _exception(self, type_name: str, first_line: str) -> None:
         message_lines = [first_line]
@@ -406,9 +408,11 @@ def _frame_match(line: str) -> re.Match[str] | None:
     return None
 
 
-def _code_after(lines: list[str], i: int) -> tuple[str | None, int]:
-    """The source line printed under a frame, skipping caret markers and IPython context lines."""
+def _code_after(lines: list[str], i: int) -> tuple[str | None, tuple[str, ...], int]:
+    """The source line printed under a frame, skipping caret markers and IPython context lines, and
+    the numbered lines IPython printed up to the failing one (its arrowed line included)."""
     code: str | None = None
+    context: list[str] = []
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
@@ -427,16 +431,20 @@ def _code_after(lines: list[str], i: int) -> tuple[str | None, int]:
         arrow = _IPY_ARROW.match(line)
         if arrow:
             code = line.strip()
+            context.append(arrow.group("code"))
             i += 1
             continue
-        if _IPY_CONTEXT.match(line) or stripped == "...":
+        numbered = _IPY_CONTEXT.match(line)
+        if numbered or stripped == "...":
+            if numbered and code is None:
+                context.append(line[numbered.end() :])
             i += 1
             continue
         if code is not None or (not line[:1].isspace() and _EXCEPTION_LINE.match(stripped)):
             break
         code = stripped
         i += 1
-    return code, i
+    return code, tuple(context), i
 
 
 def _parse_lines(lines: list[str], known: AnyOf | None = None) -> tuple[RaisedException, ...]:

@@ -273,3 +273,15 @@ def test_a_rich_traceback_reads_as_python_prints_it(width, locals_, known):
     assert printed[0].line.strip().startswith(tb.frames[0].code)  # rich crops source lines at its width
     assert tb.exception == type(exc).__name__
     assert " ".join(tb.message.split()) == " ".join(str(exc).split())
+
+
+def test_ipython_keeps_the_numbered_lines_up_to_the_failing_one_with_their_indentation(known):
+    tb = parse(case("file-uri-line-links-jupyter-vscode")["text"], known)
+    container = tb.frames[0]
+    assert container.code == "input = module(input)"
+    assert container.context == (
+        "def forward(self, input):",
+        "    for module in self:",
+        "        input = module(input)",
+    )
+    assert tb.frames[-1].context == ()  # its numbered lines were cut from the paste

@@ -26,6 +26,7 @@ class Line:
     code: str
     library: str | None = None  # None: the user's own code
     where: str = ""  # `train.py:42`, as the frame names it
+    context: tuple[str, ...] = ()  # the lines printed up to this one (IPython's), indentation kept
 
     @property
     def user(self) -> bool:
@@ -169,7 +170,12 @@ class Code:
     def of(cls, frames: Iterable[Frame], text: str = "") -> Code:
         frames = tuple(frames)
         printed = tuple(
-            Line(f.code[:MAX_CODE_CHARS], f.library, f"{_name(f.path)}:{f.line}" if f.line else _name(f.path))
+            Line(
+                f.code[:MAX_CODE_CHARS],
+                f.library,
+                f"{_name(f.path)}:{f.line}" if f.line else _name(f.path),
+                tuple(line[:MAX_CODE_CHARS] for line in f.context),
+            )
             for f in reversed(frames)
             if f.code
         )

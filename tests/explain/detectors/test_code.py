@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from fixer.explain.detectors import Code
+from fixer.explain.detectors import Code, registered
 from fixer.explain.parse import Frame
 
 SCRIPT = """\
@@ -81,3 +81,13 @@ def test_library_missing_unparsable_and_non_python_files_give_no_scope(tmp_path)
         Frame(str(library), 11, "f", "return x.masked_fill(mask, 0.0)", "torch"),
     ]
     assert Code.of(frames).scopes == ()
+
+
+def test_a_notebook_frame_reads_the_loop_ipython_printed_above_its_failing_line():
+    # How IPython prints the repro of submodules-in-plain-container: no file on disk, the cell's lines only.
+    printed = ("    def forward(self, x):", "        for block in self.blocks:", "            x = torch.relu(block(x))")
+    cell = Frame("Cell In[1]", 13, "Encoder.forward", printed[-1].strip(), None, printed)
+    elsewhere = Frame("Cell In[1]", 13, "Encoder.forward", printed[-1].strip(), None, printed[::2])
+    loop = registered()["layer-from-loop-over-module"]
+    assert list(loop.run(Code.of([cell]))) == ["Cell In[1]:13: `x = torch.relu(block(x))`"]
+    assert list(loop.run(Code.of([elsewhere]))) == []
