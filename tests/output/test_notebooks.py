@@ -28,16 +28,15 @@ EXERCISES = [entry.id for entry in exercise_entries(load(ROOT / "kb"))]
 KERNELS_AT_ONCE = 3
 CELL_TIMEOUT_S = 120
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # IPython colours its tracebacks; a reader copies the plain text
-# fixer tells these causes apart by reading the script around the failing frames. A notebook's frames
-# are `Cell In[1], line 20`, a name and no file, so it sees only the lines IPython printed and ranks a
-# sibling first. Strict: the day fixer reads a notebook's cells, these marks must go.
+# fixer tells this cause apart by reading the script around the failing frames: that the model is never
+# moved shows only in the whole cell. A notebook's frames are `Cell In[1], line 20`, a name and no file,
+# so it sees only the few lines IPython printed and ranks a sibling first. Strict: the day fixer reads a
+# notebook's cells, this mark must go.
 _NEEDS_THE_CELLS_SOURCE = pytest.mark.xfail(
     strict=True, reason="fixer tells this cause apart by reading the code; a notebook's traceback names no file"
 )
 _RANKED = [
-    pytest.param(entry_id, marks=_NEEDS_THE_CELLS_SOURCE)
-    if entry_id in {"model-not-moved", "tensor-created-without-device"}
-    else entry_id
+    pytest.param(entry_id, marks=_NEEDS_THE_CELLS_SOURCE) if entry_id == "model-not-moved" else entry_id
     for entry_id in EXERCISES
 ]
 

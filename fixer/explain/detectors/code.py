@@ -4,6 +4,7 @@ from this machine, the user's own files around those lines."""
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,7 +27,6 @@ class Line:
     code: str
     library: str | None = None  # None: the user's own code
     where: str = ""  # `train.py:42`, as the frame names it
-    context: tuple[str, ...] = ()  # the lines printed up to this one (IPython's), indentation kept
 
     @property
     def user(self) -> bool:
@@ -165,21 +165,27 @@ class Code:
     lines: tuple[Line, ...] = ()  # every frame's printed line; detectors choose whose to read
     scopes: tuple[Scope, ...] = ()
     text: str = ""  # the whole paste: command lines and configurations show there
+    # The lines a notebook printed up to a failing one, read as a file where no file is here. They are a
+    # few lines of a longer file: what they show holds, what they lack proves nothing.
+    shown: tuple[Scope, ...] = ()
+
+    @property
+    def showing(self) -> tuple[Scope, ...]:
+        """The code around each failing line, from the user's file or else from what was printed of it:
+        for detectors that report what the code does, never what it lacks."""
+        return (*self.scopes, *self.shown)
 
     @classmethod
     def of(cls, frames: Iterable[Frame], text: str = "") -> Code:
         frames = tuple(frames)
         printed = tuple(
-            Line(
-                f.code[:MAX_CODE_CHARS],
-                f.library,
-                f"{_name(f.path)}:{f.line}" if f.line else _name(f.path),
-                tuple(line[:MAX_CODE_CHARS] for line in f.context),
-            )
+            Line(f.code[:MAX_CODE_CHARS], f.library, f"{_name(f.path)}:{f.line}" if f.line else _name(f.path))
             for f in reversed(frames)
             if f.code
         )
-        return cls(printed, tuple(_scopes(frames)), text)
+        files = user_files(frames)
+        shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
+        return cls(printed, tuple(_scopes(files)), text, shown)
 
 
 def _name(path: str) -> str:
@@ -187,8 +193,8 @@ def _name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def _scopes(frames: tuple[Frame, ...]) -> Iterator[Scope]:
-    for path, lines in user_files(frames).items():
+def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:
+    for path, lines in files.items():
         parsed = parse_source(str(path))
         if parsed is None:
             continue
@@ -196,3 +202,24 @@ def _scopes(frames: tuple[Frame, ...]) -> Iterator[Scope]:
         names = syntax.aliases(module)
         for line in reversed(lines):
             yield Scope(Path(path).name, line, module, names)
+
+
+def _printed_scope(frame: Frame, files: dict[Path, tuple[int, ...]]) -> Scope | None:
+    """The lines IPython printed up to a frame's failing line, parsed as the file they come from: blank
+    lines before them keep the file's line numbers. A first line that does not parse on its own (the
+    tail of a call, an `else:`) is dropped until the rest does; the failing line must stay."""
+    if frame.line is None or any(
+        frame.line in lines and _name(str(path)) == _name(frame.path) for path, lines in files.items()
+    ):
+        return None
+    lines = [line[:MAX_CODE_CHARS] for line in frame.context]
+    while lines:
+        first = frame.line - len(lines) + 1
+        source = "\n" * max(0, first - 1) + textwrap.dedent("\n".join(lines)) + "\n"
+        try:
+            module = ast.parse(source)
+        except (SyntaxError, ValueError):
+            lines = lines[1:]
+            continue
+        return Scope(_name(frame.path), frame.line, module, syntax.aliases(module))
+    return None

@@ -116,7 +116,7 @@ def _last_assignment(scope: Scope, name: str) -> ast.stmt | None:
     finds="every tensor passed on the failing line was made with device= or moved just before",
 )
 def failing_call_args_on_device(code: Code) -> Iterator[str]:
-    for scope in code.scopes:
+    for scope in code.showing:
         for call in scope.failing_calls:
             placed = [_placed_at(scope, arg) for arg in (*call.args, *(k.value for k in call.keywords))]
             shown = [p for p in placed if p]

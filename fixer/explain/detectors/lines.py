@@ -288,64 +288,6 @@ def local_layer_called_on_line(line: Line) -> bool:
     return any(isinstance(c.func, ast.Name) and _LAYER_WORDS.fullmatch(c.func.id) and c.args for c in _calls(line))
 
 
-@detector(
-    "layer-from-loop-over-module",
-    reads="failing lines",
-    finds="the failing line calls a layer that a loop around it takes from the module's own attribute "
-    "(for block in self.blocks), in your file or in the lines a notebook printed above it",
-)
-def layer_from_loop_over_module(code: Code) -> Iterator[str]:
-    for scope in code.scopes:
-        looped = {
-            name: loop
-            for loop in scope.statements
-            if isinstance(loop, ast.For) and loop.lineno < scope.line <= (loop.end_lineno or loop.lineno)
-            for name in _loop_names(loop)
-        }
-        for call in scope.failing_calls:
-            if isinstance(call.func, ast.Name) and call.func.id in looped:
-                yield f"{scope.where(looped[call.func.id])}: `{call.func.id}` is taken from a module attribute"
-    for line in _lines(code):
-        looped_names = _printed_loop_names(line.context)
-        if any(isinstance(c.func, ast.Name) and c.func.id in looped_names and c.args for c in _calls(line)):
-            yield _said(line)
-
-
-def _loop_names(loop: ast.For) -> set[str]:
-    """The names a `for` binds, when it iterates over an attribute of `self` (`self.blocks`,
-    `enumerate(self.layers)`, `zip(self.convs, self.norms)`)."""
-    over_module = any(
-        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-        for node in ast.walk(loop.iter)
-    )
-    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} if over_module else set()
-
-
-def _printed_loop_names(context: tuple[str, ...]) -> set[str]:
-    """The names bound by the printed `for` loops that enclose the last printed line: the lines above it
-    that are indented less than every line between them and it."""
-    if not context:
-        return set()
-    names: set[str] = set()
-    *above, failing = context
-    depth = _indent(failing)
-    for text in reversed(above):
-        if not text.strip() or _indent(text) >= depth:
-            continue
-        depth = _indent(text)
-        header = text.strip()
-        if header.startswith("for ") and header.endswith(":"):
-            with contextlib.suppress(SyntaxError, ValueError):
-                loop = ast.parse(header + " pass").body[0]
-                if isinstance(loop, ast.For):
-                    names |= _loop_names(loop)
-    return names
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip())
-
-
 @_line_detector(
     "model-called-on-line", finds="a printed line calls the model on its data without moving that data there"
 )

@@ -225,3 +225,32 @@ def _registered_buffers(cls: ast.ClassDef) -> set[str]:
 def _is_parameter(value: ast.expr) -> bool:
     name = syntax.dotted(value.func) if isinstance(value, ast.Call) else None
     return name is not None and name.rsplit(".", 1)[-1] in ("Parameter", "Buffer")
+
+
+@detector(
+    "layer-from-loop-over-module",
+    reads="your files",
+    finds="the failing line calls a layer that a loop around it takes from the module's own attribute "
+    "(for block in self.blocks), in your file or in the lines a notebook printed above it",
+)
+def layer_from_loop_over_module(code: Code) -> Iterator[str]:
+    for scope in code.showing:
+        looped = {
+            name: loop
+            for loop in scope.statements
+            if isinstance(loop, ast.For) and loop.lineno < scope.line <= (loop.end_lineno or loop.lineno)
+            for name in _loop_names(loop)
+        }
+        for call in scope.failing_calls:
+            if isinstance(call.func, ast.Name) and call.func.id in looped and call.args:
+                yield f"{scope.where(looped[call.func.id])}: `{call.func.id}` is taken from a module attribute"
+
+
+def _loop_names(loop: ast.For) -> set[str]:
+    """The names a `for` binds, when it iterates over an attribute of `self` (`self.blocks`,
+    `enumerate(self.layers)`, `zip(self.convs, self.norms)`)."""
+    over_module = any(
+        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        for node in ast.walk(loop.iter)
+    )
+    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} if over_module else set()

@@ -89,5 +89,37 @@ def test_a_notebook_frame_reads_the_loop_ipython_printed_above_its_failing_line(
     cell = Frame("Cell In[1]", 13, "Encoder.forward", printed[-1].strip(), None, printed)
     elsewhere = Frame("Cell In[1]", 13, "Encoder.forward", printed[-1].strip(), None, printed[::2])
     loop = registered()["layer-from-loop-over-module"]
-    assert list(loop.run(Code.of([cell]))) == ["Cell In[1]:13: `x = torch.relu(block(x))`"]
+    assert list(loop.run(Code.of([cell]))) == ["Cell In[1]:12: `block` is taken from a module attribute"]
     assert list(loop.run(Code.of([elsewhere]))) == []
+
+
+# The lines IPython printed above the failing call of tensor-created-without-device's notebook exercise.
+CELL = (
+    '# FakeTensorMode stands in for the GPU: "cuda:0" tensors carry shape and device only.',
+    "with FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad():",
+    '    model.to("cuda:0")',
+    '    x = torch.randn(2, 5, 8, device="cuda:0")',
+    "    model(x)",
+)
+
+
+def test_a_notebook_cells_printed_lines_count_for_what_they_show_and_never_for_what_they_lack():
+    cell = Frame("Cell In[1]", 23, "<cell>", "model(x)", None, CELL)
+    code = Code.of([cell])
+    (shown,) = code.shown
+    assert (shown.file, shown.line, shown.failing.lineno) == ("Cell In[1]", 23, 23)
+    detectors = registered()
+    assert list(detectors["failing-call-args-on-device"].run(code)) == [
+        "Cell In[1]:23: `x` (line 22) on a device already"
+    ]
+    # The model is built above what was printed: that no `.to()` shows is no sign that none ran.
+    bare = Code.of([Frame("Cell In[1]", 23, "<cell>", "model(x)", None, CELL[3:])])
+    assert list(detectors["model-never-moved"].run(bare)) == []
+
+
+def test_printed_lines_that_begin_inside_a_statement_are_read_from_the_first_that_parses():
+    # IPython's window can open on the tail of a call or on an `else:`.
+    tail = ("    **kwargs)", "else:", "    y = model(x)")
+    (shown,) = Code.of([Frame("Cell In[2]", 40, "<cell>", "y = model(x)", None, tail)]).shown
+    assert shown.failing is not None and shown.failing.lineno == 40
+    assert Code.of([Frame("Cell In[2]", 40, "<cell>", "y = f(a,", None, ("y = f(a,",))]).shown == ()
