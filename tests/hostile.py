@@ -38,6 +38,9 @@ SHAPES: dict[str, str] = {
         _traceback("x") + "\nThe above exception was the direct cause of the following exception:\n\n"
     )
     * 1_000,
+    "notebook frames of context": (
+        ("Cell In[1], line 9, in f\n" + "      1 )(\n" * 40 + "----> 9 x = g(y)\n\n") * (SIZE // 640) + MESSAGE
+    ),
     "one 10 MB line": "RuntimeError: " + "a" * (10 * SIZE),
     "huge numbers": f'  File "a.py", line {"9" * 5000}, in f\n[rank{"9" * 5000}]: {MESSAGE}\n' * 100,
 }

@@ -55,6 +55,7 @@ _FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
 _REPEATED = re.compile(r"(\w+?)\1+")
 _SENTENCE_END = re.compile(r"\S[.!?)]\s*$")
 _GOES_ON = re.compile(r"[,:;(]\s*$")
+_CONTEXT_LINES = 20  # IPython prints a few lines around a failing one; a paste of thousands is no context
 _WRAPPED_MIN = 40  # a line cut at a width is at least this long (rich in a 60-column panel: 59)
 _WRAPPED_MAX = 400  # and at most this long: wider than a mail client's or a terminal's lines
 _WRAP_SPAN = 3  # the most lines a known message is sought across when a paste wrapped it at spaces
@@ -444,7 +445,7 @@ def _code_after(lines: list[str], i: int) -> tuple[str | None, tuple[str, ...], 
             break
         code = stripped
         i += 1
-    return code, tuple(context), i
+    return code, tuple(context[-_CONTEXT_LINES:]), i
 
 
 def _parse_lines(lines: list[str], known: AnyOf | None = None) -> tuple[RaisedException, ...]:

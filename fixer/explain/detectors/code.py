@@ -205,21 +205,20 @@ def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:
 
 
 def _printed_scope(frame: Frame, files: dict[Path, tuple[int, ...]]) -> Scope | None:
-    """The lines IPython printed up to a frame's failing line, parsed as the file they come from: blank
-    lines before them keep the file's line numbers. A first line that does not parse on its own (the
-    tail of a call, an `else:`) is dropped until the rest does; the failing line must stay."""
+    """The lines IPython printed up to a frame's failing line, parsed as the file they come from, at its
+    line numbers. A first line that does not parse on its own (the tail of a call, an `else:`) is dropped
+    until the rest does; the failing line must stay."""
     if frame.line is None or any(
-        frame.line in lines and _name(str(path)) == _name(frame.path) for path, lines in files.items()
+        _name(str(path)) == _name(frame.path) and frame.line in lines for path, lines in files.items()
     ):
         return None
     lines = [line[:MAX_CODE_CHARS] for line in frame.context]
     while lines:
-        first = frame.line - len(lines) + 1
-        source = "\n" * max(0, first - 1) + textwrap.dedent("\n".join(lines)) + "\n"
         try:
-            module = ast.parse(source)
+            module = ast.parse(textwrap.dedent("\n".join(lines)) + "\n")
         except (SyntaxError, ValueError):
             lines = lines[1:]
             continue
+        ast.increment_lineno(module, frame.line - len(lines))
         return Scope(_name(frame.path), frame.line, module, syntax.aliases(module))
     return None
