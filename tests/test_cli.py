@@ -16,6 +16,10 @@ VAR = (
     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
     "and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)\n"
 )
+# https://github.com/chaidiscovery/chai-lab/issues/63: the bare two-GPU message, which a dozen causes print
+BARE_TWO_GPUS = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!\n"
+)
 # https://github.com/baaivision/See3D/issues/11 (dtype-only: not a device error)
 DTYPE_ONLY = (
     "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same\n"
@@ -38,6 +42,25 @@ def test_explain_json_puts_the_matching_entry_first():
     assert all({"id", "title", "score", "why"} <= set(m) for m in out["matches"])
     scores = [m["score"] for m in out["matches"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_close_first_place_is_said_in_json_and_in_the_terminal_with_what_would_settle_it():
+    out = json.loads(fixer("explain", "--json", "-", stdin=BARE_TWO_GPUS).stdout)
+    first, second = out["matches"][:2]
+    assert out["confident"] is False
+    uncertain = out["uncertain"]
+    assert uncertain["lead"] == first["score"] - second["score"]
+    assert uncertain["question"] and uncertain["question_entry"] in {first["id"], second["id"]}
+    terminal = fixer("explain", "--no-input", "-", stdin=BARE_TWO_GPUS).stdout.decode()
+    assert f"Not certain: {first['id']} leads {second['id']} by {uncertain['lead']} points." in " ".join(
+        terminal.split()
+    )
+
+
+def test_a_clear_first_place_is_called_confident_and_asks_nothing():
+    out = json.loads(fixer("explain", "--json", "-", stdin=VAR).stdout)
+    assert out["confident"] is True and out["uncertain"] is None
+    assert "Not certain" not in fixer("explain", "--no-input", "-", stdin=VAR).stdout.decode()
 
 
 def test_explain_reads_a_file_and_renders_layers(tmp_path):
