@@ -38,6 +38,9 @@ SHAPES: dict[str, str] = {
         _traceback("x") + "\nThe above exception was the direct cause of the following exception:\n\n"
     )
     * 1_000,
+    "linked numbered lines": _lines("[1](https://" + "a:" * (LINE // 2)) + MESSAGE,
+    "headers of one long name": _lines("File " + "a" * LINE) + MESSAGE,
+    "links to alternating files": ("    [1](file:///a.py:1) x\n    [1](file:///b.py:1) y\n" * (SIZE // 50)) + MESSAGE,
     "notebook frames of context": (
         ("Cell In[1], line 9, in f\n" + "      1 )(\n" * 40 + "----> 9 x = g(y)\n\n") * (SIZE // 640) + MESSAGE
     ),

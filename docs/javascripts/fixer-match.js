@@ -158,14 +158,20 @@ function linkedHeaders(data, lines) {
   lines.forEach((line, i) => {
     const link = matchAt(p.numbered_link.source, line);
     if (!link) {
-      const header = matchAt(p.names_a_file.source, line);
-      named = header ? group(header, "name") : named;
+      const header = matchAt(p.file_header.source, line);
+      let found = null;
+      if (header) {
+        const name = rx(p.file_name.source, "gu");
+        name.lastIndex = header[0].length;
+        found = name.exec(line);
+      }
+      named = found ? group(found, "name") : named;
     } else if (fileName(group(link, "path")) !== named) {
       const path = group(link, "path");
       named = fileName(path);
       let failing = link;
-      for (const next of lines.slice(i)) {
-        const found = matchAt(p.numbered_link.source, next);
+      for (let j = i; j < lines.length; j++) {
+        const found = matchAt(p.numbered_link.source, lines[j]);
         if (!found || group(found, "path") !== path) break;
         if (group(found, "arrow")) {
           failing = found;

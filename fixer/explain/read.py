@@ -8,10 +8,11 @@ linear in the text, and undoes one of those; none invents a line that was not pa
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 _ANSI = re.compile(
     # CSI colour codes, OSC strings (terminal hyperlinks: ESC ]8;;URI ESC \ text ESC ]8;; ESC \), 2-byte escapes
@@ -22,15 +23,17 @@ _ANSI_LEFTOVER = re.compile(r"\[(?:0|1|22|3\d|9\d)m")
 # Markdown links that issue trackers and notebooks wrap around paths: `[Cell In[5]](vscode-...)`. The text
 # holds brackets one level deep at most, so a run of `[` costs one step each, not a scan to the line's end.
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\((?:https?|file|vscode[\w+-]*):[^)\s]*\)")
-# Reply marks: `> `, nested `>> ` or `> > `, and the `| ` margin some forums and chat clients draw.
 # VS Code links each numbered source line of a notebook traceback to its file and line, `    [254](https://
 # file+.vscode-resource.vscode-cdn.net/.../torch/serialization.py:254) code`, so the file is known even where
-# the frame's header was cut from the paste.
+# the frame's header was cut from the paste. A host is followed by the path's `/`: no backtracking between them.
 _NUMBERED_LINK = re.compile(
-    r"^\s*(?P<arrow>-+>)?\s*\[(?P<line>\d+)\]\((?:https?|file|vscode[\w+-]*):(?://[^/)\s]*)?"
-    r"(?P<path>[^)\s]*?\.pyx?):(?P=line)\)"
+    r"^\s*(?P<arrow>-+>)?\s*\[(?P<line>\d+)\]\((?:(?:https?|file|vscode[\w+-]*)://[^/)\s]*(?=/)"
+    r"|(?:https?|file|vscode[\w+-]*):)(?P<path>[^)\s]*?\.pyx?):(?P=line)\)"
 )
-_NAMES_A_FILE = re.compile(r"^\s*File\b[^\n]*?(?P<name>[^\s/\\\[\]\"(]+\.pyx?)\b")
+_FILE_HEADER = re.compile(r"\s*File\b")
+# A file name, tried only where a name can begin (after a space, a slash, a bracket, a quote).
+_FILE_NAME = re.compile(r"(?<![^\s/\\\[\]\"(])(?P<name>[^\s/\\\[\]\"(]+\.pyx?)\b")
+# Reply marks: `> `, nested `>> ` or `> > `, and the `| ` margin some forums and chat clients draw.
 _QUOTE_MARKS = (re.compile(r"^(?:> ?)+"), re.compile(r"^\| ?"))
 _CURLY = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"'})
 # What loggers put before each line they print: ray's `(pid=..., ip=...)`, ISO and short timestamps,
@@ -98,17 +101,19 @@ def _linked_headers(lines: list[str]) -> list[str]:
     for i, line in enumerate(lines):
         link = _NUMBERED_LINK.match(line)
         if link is None:
-            header = _NAMES_A_FILE.match(line)
-            named = header.group("name") if header else named
+            header = _FILE_HEADER.match(line)
+            found = _FILE_NAME.search(line, header.end()) if header else None
+            named = found.group("name") if found else named
         elif _file_name(path := link.group("path")) != named:
             named = _file_name(path)
-            failing = next((found for found in _run_linked_to(lines[i:], path) if found.group("arrow")), link)
+            run = _run_linked_to(itertools.islice(lines, i, None), path)
+            failing = next((found for found in run if found.group("arrow")), link)
             out.append(f'File "{path}", line {failing.group("line")}')
         out.append(line)
     return out
 
 
-def _run_linked_to(lines: list[str], path: str) -> Iterator[re.Match[str]]:
+def _run_linked_to(lines: Iterable[str], path: str) -> Iterator[re.Match[str]]:
     for line in lines:
         link = _NUMBERED_LINK.match(line)
         if link is None or link.group("path") != path:
