@@ -186,7 +186,7 @@ function linkedHeaders(data, lines) {
 }
 
 function fileName(path) {
-  return rsplitLast(path.replaceAll("\\", "/"), "/");
+  return rsplitLast(normalisePath(path), "/");
 }
 
 /** read.py's _unquoted: reply marks go when most lines carry them, then the common indentation. */

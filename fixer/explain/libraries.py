@@ -44,6 +44,11 @@ def normalise_path(path: str) -> str:
     return path.replace("\\", "/")
 
 
+def file_name(path: str) -> str:
+    """The file's own name, from a Linux, macOS or Windows path."""
+    return normalise_path(path).rsplit("/", 1)[-1]
+
+
 def library_of(path: str) -> str | None:
     """The top-level package a frame's file belongs to, or None for user code.
 

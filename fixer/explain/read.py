@@ -14,6 +14,8 @@ import textwrap
 import unicodedata
 from collections.abc import Iterable, Iterator
 
+from fixer.explain.libraries import file_name
+
 _ANSI = re.compile(
     # CSI colour codes, OSC strings (terminal hyperlinks: ESC ]8;;URI ESC \ text ESC ]8;; ESC \), 2-byte escapes
     r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
@@ -104,8 +106,8 @@ def _linked_headers(lines: list[str]) -> list[str]:
             header = _FILE_HEADER.match(line)
             found = _FILE_NAME.search(line, header.end()) if header else None
             named = found.group("name") if found else named
-        elif _file_name(path := link.group("path")) != named:
-            named = _file_name(path)
+        elif file_name(path := link.group("path")) != named:
+            named = file_name(path)
             run = _run_linked_to(itertools.islice(lines, i, None), path)
             failing = next((found for found in run if found.group("arrow")), link)
             out.append(f'File "{path}", line {failing.group("line")}')
@@ -119,10 +121,6 @@ def _run_linked_to(lines: Iterable[str], path: str) -> Iterator[re.Match[str]]:
         if link is None or link.group("path") != path:
             return
         yield link
-
-
-def _file_name(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _unquoted(lines: list[str]) -> list[str]:

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 
 from fixer.explain.detectors import syntax
+from fixer.explain.libraries import file_name
 from fixer.explain.parse import MAX_CODE_CHARS, Frame
 from fixer.explain.source import parse_source
 from fixer.patching.targets import user_files
@@ -179,18 +180,13 @@ class Code:
     def of(cls, frames: Iterable[Frame], text: str = "") -> Code:
         frames = tuple(frames)
         printed = tuple(
-            Line(f.code[:MAX_CODE_CHARS], f.library, f"{_name(f.path)}:{f.line}" if f.line else _name(f.path))
+            Line(f.code[:MAX_CODE_CHARS], f.library, f"{file_name(f.path)}:{f.line}" if f.line else file_name(f.path))
             for f in reversed(frames)
             if f.code
         )
         files = user_files(frames)
         shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
         return cls(printed, tuple(_scopes(files)), text, shown)
-
-
-def _name(path: str) -> str:
-    """The file's own name, from a Linux, macOS or Windows path."""
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:
@@ -209,7 +205,7 @@ def _printed_scope(frame: Frame, files: dict[Path, tuple[int, ...]]) -> Scope | 
     line numbers. A first line that does not parse on its own (the tail of a call, an `else:`) is dropped
     until the rest does; the failing line must stay."""
     if frame.line is None or any(
-        _name(str(path)) == _name(frame.path) and frame.line in lines for path, lines in files.items()
+        file_name(str(path)) == file_name(frame.path) and frame.line in lines for path, lines in files.items()
     ):
         return None
     lines = [line[:MAX_CODE_CHARS] for line in frame.context]
@@ -220,5 +216,5 @@ def _printed_scope(frame: Frame, files: dict[Path, tuple[int, ...]]) -> Scope | 
             lines = lines[1:]
             continue
         ast.increment_lineno(module, frame.line - len(lines))
-        return Scope(_name(frame.path), frame.line, module, syntax.aliases(module))
+        return Scope(file_name(frame.path), frame.line, module, syntax.aliases(module))
     return None
