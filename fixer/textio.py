@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 TAIL_LINES = 4_000
+TAIL_CHARS = 1 << 21  # two thousand times a long traceback, and half a second of parsing
 MAX_LINE_CHARS = 16_384
 CHUNK_BYTES = 1 << 16
 _HEADER = "Traceback (most recent call last)"
@@ -30,15 +31,19 @@ class InputError(Exception):
 
 
 class BoundedText:
-    """The text the parser needs from an unbounded stream: the last traceback, and the tail after it."""
+    """The text the parser needs from an unbounded stream: the last traceback, and the tail after it,
+    each at most TAIL_LINES lines and TAIL_CHARS characters, so reading costs the same however much
+    log comes before them."""
 
     def __init__(self) -> None:
-        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.tail: deque[str] = deque()
         self.anchor: list[str] = []
         self.anchor_start = -1
         self.count = 0
         self._partial = ""
         self._last_nonblank = ""
+        self._tail_chars = 0
+        self._anchor_chars = 0
 
     def feed(self, chunk: str) -> None:
         data = self._partial + chunk
@@ -52,9 +57,14 @@ class BoundedText:
         if _HEADER in line and not (self.anchor and _CHAIN.search(self._last_nonblank)):
             self.anchor = []
             self.anchor_start = self.count
-        if self.anchor_start >= 0 and len(self.anchor) < TAIL_LINES:
+            self._anchor_chars = 0
+        if self.anchor_start >= 0 and len(self.anchor) < TAIL_LINES and self._anchor_chars < TAIL_CHARS:
             self.anchor.append(line)
+            self._anchor_chars += len(line)
         self.tail.append(line)
+        self._tail_chars += len(line)
+        while len(self.tail) > TAIL_LINES or (self._tail_chars > TAIL_CHARS and len(self.tail) > 1):
+            self._tail_chars -= len(self.tail.popleft())
         self.count += 1
         if line.strip():
             self._last_nonblank = line

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixer.explain.parse import parse
-from fixer.textio import TAIL_LINES, BoundedText, InputError, collect, read_file
+from fixer.textio import MAX_LINE_CHARS, TAIL_CHARS, TAIL_LINES, BoundedText, InputError, collect, read_file
 
 # https://github.com/microsoft/Cream/issues/2
 CREAM = """\
@@ -40,6 +40,15 @@ def test_traceback_in_a_long_log_is_kept_in_bounded_memory():
     assert len(text.splitlines()) <= TAIL_LINES
     tb = parse(text)
     assert tb is not None and tb.message.endswith("cuda:2 and cpu!")
+
+
+def test_long_lines_around_a_traceback_are_kept_to_a_bounded_number_of_characters():
+    wide = "x" * MAX_LINE_CHARS + "\n"
+    data = (wide * 300).encode() + _log(before=0, after=0) + (wide * 300).encode()
+    text = collect(_chunks(data, 1 << 16))
+    assert len(text) <= 2 * TAIL_CHARS + 2 * MAX_LINE_CHARS
+    tb = parse(text)
+    assert tb is not None and tb.message.startswith("Expected all tensors") and tb.frames[-1].function == "step"
 
 
 def test_traceback_followed_by_more_lines_than_the_tail_is_still_found():

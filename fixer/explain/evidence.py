@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from fixer.explain.libraries import normalise_path
 from fixer.explain.parse import MAX_CODE_CHARS, Frame, Traceback
@@ -103,6 +104,12 @@ class Evidence:
     dtype_only: bool = False
     facts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # detector id -> where it found its fact
 
+    @cached_property
+    def frames_lowered(self) -> str:
+        """Every frame line in one lowered text: a regex whose literals it lacks matches no frame, so most
+        frame rules are settled by one look, not one per frame."""
+        return "\n".join(self.frame_lines).lower()
+
     @property
     def device_kinds(self) -> tuple[str, ...]:
         return tuple(sorted(device_kind(d) for d in self.devices))
@@ -125,7 +132,7 @@ def normalise_op(raw: str | None) -> str | None:
 def extract(tb: Traceback, *, read_code: bool = True) -> Evidence:
     """The facts of a traceback; with `read_code`, the detectors' facts about the code it shows too."""
     # Users re-wrap long messages (`cpu\nand cuda:0`): the sentences are matched with their spaces unified.
-    messages = tuple(" ".join(m.split()) for m in tb.messages if m)
+    messages = tuple(dict.fromkeys(" ".join(m.split()) for m in tb.messages if m))  # a loop re-raising repeats one
     joined = "\n".join(messages)
     shape = next((m for p in _SHAPES if (m := p.search(joined))), None)
     groups = shape.groupdict() if shape else {}
@@ -147,8 +154,10 @@ def extract(tb: Traceback, *, read_code: bool = True) -> Evidence:
         argument=groups.get("arg"),
         op=normalise_op(groups.get("op")),
         libraries=frozenset(f.library for f in frames if f.library),
-        frame_lines=tuple(
-            f"{normalise_path(f.path)}:{f.function or ''}: {(f.code or '')[:MAX_CODE_CHARS]}" for f in frames
+        frame_lines=tuple(  # distinct: a rule asks whether any frame shows a thing, and recursion repeats them
+            dict.fromkeys(
+                f"{normalise_path(f.path)}:{f.function or ''}: {(f.code or '')[:MAX_CODE_CHARS]}" for f in frames
+            )
         ),
         text=tb.text,
         dtype_only=dtype_only,

@@ -241,7 +241,7 @@ def _holds(rule: Rule, ev: Evidence) -> bool:
         "devices": lambda: sorted(when["devices"]) == sorted(device_kind(d) for d in ev.devices),
         "offending": lambda: ev.offending_kind == when["offending"],
         "library": lambda: any(_has_library(ev, lib) for lib in when["library"]),
-        "frame": lambda: _found(when["frame"], ev.frame_lines),
+        "frame": lambda: when["frame"].may_match(ev.frames_lowered) and _found(when["frame"], ev.frame_lines),
         "detector": lambda: when["detector"] in ev.facts,
     }
     return all(checks[name]() for name in when)

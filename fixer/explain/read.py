@@ -29,7 +29,7 @@ _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\((?:https?|file|vscode[
 # file+.vscode-resource.vscode-cdn.net/.../torch/serialization.py:254) code`, so the file is known even where
 # the frame's header was cut from the paste. A host is followed by the path's `/`: no backtracking between them.
 _NUMBERED_LINK = re.compile(
-    r"^\s*(?P<arrow>-+>)?\s*\[(?P<line>\d+)\]\((?:(?:https?|file|vscode[\w+-]*)://[^/)\s]*(?=/)"
+    r"^\s*(?:(?P<arrow>-+>)\s*)?\[(?P<line>\d+)\]\((?:(?:https?|file|vscode[\w+-]*)://[^/)\s]*(?=/)"
     r"|(?:https?|file|vscode[\w+-]*):)(?P<path>[^)\s]*?\.pyx?):(?P=line)\)"
 )
 _FILE_HEADER = re.compile(r"\s*File\b")

@@ -4,7 +4,10 @@ from this machine, the user's own files around those lines."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import textwrap
+import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,6 +22,7 @@ from fixer.patching.targets import user_files
 # A script is read back this many top-level statements from the failing line: what bears on a line is
 # near it, and reading a generated script of 100,000 statements whole would take seconds.
 MAX_SCRIPT_STATEMENTS = 1_000
+MAX_PRINTED_LINES = 256
 
 
 @dataclass(frozen=True)
@@ -38,12 +42,27 @@ class Line:
         """Another project's code, where the same mistakes are made; not PyTorch's or Python's own."""
         return self.library is not None and self.library != "python" and self.library.split(".")[0] != "torch"
 
+    # Read once and kept: some twenty detectors ask each printed line the same things, and a deep
+    # recursion prints thousands of lines.
     @cached_property
     def tree(self) -> ast.AST | None:
         return syntax.parse_line(self.code)
 
-    def calls(self) -> Iterator[ast.Call]:
-        return syntax.calls(self.tree) if self.tree is not None else iter(())
+    @cached_property
+    def calls(self) -> tuple[ast.Call, ...]:
+        return tuple(syntax.calls(self.tree)) if self.tree is not None else ()
+
+    @cached_property
+    def tokens(self) -> tuple[tokenize.TokenInfo, ...]:
+        """The line as Python tokens, which never fail: those before an unclosed bracket are the line's."""
+        found: list[tokenize.TokenInfo] = []
+        with contextlib.suppress(tokenize.TokenError, IndentationError, SyntaxError):
+            found.extend(tokenize.generate_tokens(io.StringIO(self.code.strip()).readline))
+        return tuple(found)
+
+    @cached_property
+    def names(self) -> frozenset[str]:
+        return frozenset(t.string for t in self.tokens if t.type == tokenize.NAME)
 
 
 @dataclass(frozen=True)
@@ -179,11 +198,20 @@ class Code:
     @classmethod
     def of(cls, frames: Iterable[Frame], text: str = "") -> Code:
         frames = tuple(frames)
-        printed = tuple(
-            Line(f.code[:MAX_CODE_CHARS], f.library, f"{file_name(f.path)}:{f.line}" if f.line else file_name(f.path))
-            for f in reversed(frames)
-            if f.code
+        # A deep recursion prints the same few frames thousands of times: each distinct line is read once.
+        # Of a traceback deeper still, the innermost and the outermost lines are read: the failing code,
+        # and the user's own calls that led to it.
+        distinct = list(
+            dict.fromkeys(
+                Line(
+                    f.code[:MAX_CODE_CHARS], f.library, f"{file_name(f.path)}:{f.line}" if f.line else file_name(f.path)
+                )
+                for f in reversed(frames)
+                if f.code
+            )
         )
+        half = MAX_PRINTED_LINES // 2
+        printed = tuple(distinct if len(distinct) <= MAX_PRINTED_LINES else distinct[:half] + distinct[-half:])
         files = user_files(frames)
         shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
         return cls(printed, tuple(_scopes(files)), text, shown)

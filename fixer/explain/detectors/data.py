@@ -237,7 +237,7 @@ def _loss_built(scope: Scope, name: str) -> tuple[ast.stmt, str] | None:
 )
 def device_from_module_property(code: Code) -> Iterator[str]:
     printed = (
-        (f"{line.where}: `{line.code.strip()}`", call) for line in code.lines if line.user for call in line.calls()
+        (f"{line.where}: `{line.code.strip()}`", call) for line in code.lines if line.user for call in line.calls
     )
     around = ((scope.where(call), call) for scope in code.scopes for call in scope.calls_around)
     for where, call in (*printed, *around):

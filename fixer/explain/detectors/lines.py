@@ -9,8 +9,6 @@ third-party library's, where the same mistakes are made.
 from __future__ import annotations
 
 import ast
-import contextlib
-import io
 import re
 import tokenize
 from collections.abc import Callable, Iterator
@@ -61,20 +59,8 @@ def _lines(code: Code, *, libraries: bool = False) -> Iterator[Line]:
     return (line for line in code.lines if line.user or (libraries and line.third_party))
 
 
-def _tokens(line: Line) -> list[tokenize.TokenInfo]:
-    found: list[tokenize.TokenInfo] = []
-    # An unclosed bracket ends the tokens early: those read so far are the line's.
-    with contextlib.suppress(tokenize.TokenError, IndentationError, SyntaxError):
-        found.extend(tokenize.generate_tokens(io.StringIO(line.code.strip()).readline))
-    return found
-
-
-def _names(line: Line) -> set[str]:
-    return {t.string for t in _tokens(line) if t.type == tokenize.NAME}
-
-
 def _strings(line: Line) -> Iterator[str]:
-    for token in _tokens(line):
+    for token in line.tokens:
         if token.type == tokenize.STRING:
             try:
                 value = ast.literal_eval(token.string)
@@ -82,10 +68,6 @@ def _strings(line: Line) -> Iterator[str]:
                 continue
             if isinstance(value, str):
                 yield value
-
-
-def _calls(line: Line) -> list[ast.Call]:
-    return list(line.calls())
 
 
 def _callee(call: ast.Call) -> str:
@@ -132,16 +114,16 @@ def optimizer_state_on_line(line: Line) -> bool:
             _OPTIMIZER_WORDS.fullmatch(name)
             for name in (_callee(c).removesuffix(".step"), *(syntax.dotted(a) or "" for a in c.args))
         )
-        for c in _calls(line)
+        for c in line.calls
     )
-    return bool(_names(line) & _OPTIMIZER_STATE or steps or _STATE_KEY.search(line.code))
+    return bool(line.names & _OPTIMIZER_STATE or steps or _STATE_KEY.search(line.code))
 
 
 @_line_detector(
     "rnn-state-passed-on-line", finds="a printed line passes an explicit initial state to a recurrent layer"
 )
 def rnn_state_passed_on_line(line: Line) -> bool:
-    for call in _calls(line):
+    for call in line.calls:
         if not _RECURRENT.search(_last(_callee(call))) or len(call.args) < 2:
             continue
         state = call.args[1]
@@ -160,7 +142,7 @@ def rnn_state_made_on_line(line: Line) -> bool:
         and any(syntax.factory(c, _TORCH_NAMES) and syntax.keyword(c, "device") is None for c in syntax.calls(s))
         for s in line.tree.body
     )
-    return made_here or any(re.fullmatch(r"(?i)init_?hidden\w*", _last(_callee(c))) for c in _calls(line))
+    return made_here or any(re.fullmatch(r"(?i)init_?hidden\w*", _last(_callee(c))) for c in line.calls)
 
 
 @_line_detector(
@@ -169,7 +151,7 @@ def rnn_state_made_on_line(line: Line) -> bool:
     libraries=True,
 )
 def tensor_attribute_in_arithmetic_on_line(line: Line) -> bool:
-    if line.tree is None or _moves(line) or "device" in _names(line):
+    if line.tree is None or _moves(line) or "device" in line.names:
         return False
     operands: list[ast.expr] = []
     for node in ast.walk(line.tree):
@@ -200,7 +182,7 @@ def _plain_attribute(node: ast.expr) -> bool:
     finds="a printed line picks the GPU from the process's rank (set_device(local_rank))",
 )
 def set_device_from_rank_on_line(line: Line) -> bool:
-    return any(_last(_callee(c)) == "set_device" and c.args and _rank_like(c.args[0]) for c in _calls(line))
+    return any(_last(_callee(c)) == "set_device" and c.args and _rank_like(c.args[0]) for c in line.calls)
 
 
 def _rank_like(node: ast.expr) -> bool:
@@ -218,7 +200,7 @@ def _rank_like(node: ast.expr) -> bool:
 )
 def fixed_gpu_on_line(line: Line) -> bool:
     fixed = any(re.fullmatch(r"cuda:[1-9]\d*", s) for s in _strings(line))
-    for call in _calls(line):
+    for call in line.calls:
         name, first = _last(_callee(call)), call.args[0] if call.args else None
         if name in ("cuda", "to") and isinstance(first, ast.Constant) and isinstance(first.value, int):
             fixed |= first.value >= 1
@@ -236,7 +218,7 @@ def bare_cuda_on_line(line: Line) -> bool:
     bare = any(
         (isinstance(c.func, ast.Attribute) and c.func.attr == "cuda" and not c.args and not c.keywords)
         or any(isinstance(a, ast.Constant) and a.value == "cuda" for a in (*c.args, *(k.value for k in c.keywords)))
-        for c in _calls(line)
+        for c in line.calls
     )  # fmt: skip
     return bare or (line.tree is None and bool(re.search(r"""\.cuda\(\s*\)|["']cuda["']""", line.code)))
 
@@ -245,9 +227,9 @@ def bare_cuda_on_line(line: Line) -> bool:
     "factory-without-device-on-line", finds="a printed line makes a tensor with a torch factory and no device="
 )
 def factory_without_device_on_line(line: Line) -> bool:
-    if "device" in _names(line) or _moves(line):
+    if "device" in line.names or _moves(line):
         return False
-    return any(syntax.factory(c, _TORCH_NAMES) for c in _calls(line)) or (
+    return any(syntax.factory(c, _TORCH_NAMES) for c in line.calls) or (
         line.tree is None and bool(_FACTORY_CALL.search(line.code))
     )
 
@@ -257,7 +239,7 @@ def factory_without_device_on_line(line: Line) -> bool:
     finds="a printed line builds a layer and calls it at once (nn.Linear(...)(x)): new weights, on the CPU",
 )
 def layer_built_and_called_on_line(line: Line) -> bool:
-    return any(isinstance(c.func, ast.Call) and _is_layer_class(_callee(c.func)) for c in _calls(line))
+    return any(isinstance(c.func, ast.Call) and _is_layer_class(_callee(c.func)) for c in line.calls)
 
 
 def _is_layer_class(name: str) -> bool:
@@ -266,7 +248,7 @@ def _is_layer_class(name: str) -> bool:
 
 @_line_detector("layer-built-on-line", finds="a printed line builds a layer that has weights")
 def layer_built_on_line(line: Line) -> bool:
-    return any(_is_layer_class(_callee(c)) and _last(_callee(c)) in syntax.WEIGHTED_LAYERS for c in _calls(line))
+    return any(_is_layer_class(_callee(c)) and _last(_callee(c)) in syntax.WEIGHTED_LAYERS for c in line.calls)
 
 
 @_line_detector(
@@ -276,7 +258,7 @@ def layer_built_on_line(line: Line) -> bool:
 def layer_from_container_on_line(line: Line) -> bool:
     return any(
         isinstance(c.func, ast.Subscript) and (syntax.dotted(c.func.value) or "").startswith("self.")
-        for c in _calls(line)
+        for c in line.calls
     )
 
 
@@ -285,14 +267,14 @@ def layer_from_container_on_line(line: Line) -> bool:
     finds="a printed line calls a layer held in a local (loop) variable, not in a registered attribute",
 )
 def local_layer_called_on_line(line: Line) -> bool:
-    return any(isinstance(c.func, ast.Name) and _LAYER_WORDS.fullmatch(c.func.id) and c.args for c in _calls(line))
+    return any(isinstance(c.func, ast.Name) and _LAYER_WORDS.fullmatch(c.func.id) and c.args for c in line.calls)
 
 
 @_line_detector(
     "model-called-on-line", finds="a printed line calls the model on its data without moving that data there"
 )
 def model_called_on_line(line: Line) -> bool:
-    return not _moves(line) and any(_MODEL_WORDS.fullmatch(syntax.callee(c) or "") for c in _calls(line))
+    return not _moves(line) and any(_MODEL_WORDS.fullmatch(syntax.callee(c) or "") for c in line.calls)
 
 
 @_line_detector(
@@ -302,7 +284,7 @@ def model_called_on_line(line: Line) -> bool:
 def argument_placed_at_call_on_line(line: Line) -> bool:
     return any(
         syntax.is_move(a) or syntax.keyword(a, "device") is not None
-        for call in _calls(line)
+        for call in line.calls
         for a in call.args
         if isinstance(a, ast.Call)
     )
@@ -315,7 +297,7 @@ def argument_placed_at_call_on_line(line: Line) -> bool:
 def mask_built_from_inputs_on_line(line: Line) -> bool:
     return any(
         _MASK_MAKER.fullmatch(_callee(c)) and any(_last(syntax.dotted(a) or "") in _INPUT_WORDS for a in c.args)
-        for c in _calls(line)
+        for c in line.calls
     )
 
 
@@ -326,7 +308,7 @@ def numpy_method_on_line(line: Line) -> bool:
 
 @_line_detector("numpy-function-on-line", finds="a printed line passes tensors to a NumPy function")
 def numpy_function_on_line(line: Line) -> bool:
-    return any(_callee(c).split(".")[0] in ("np", "numpy") for c in _calls(line)) or (
+    return any(_callee(c).split(".")[0] in ("np", "numpy") for c in line.calls) or (
         line.tree is None and bool(re.search(r"(?<![\w.])(?:np|numpy)\.\w+\(", line.code))
     )
 
@@ -367,18 +349,18 @@ def indexing_with_index_on_line(line: Line) -> bool:
 
 @_line_detector("loss-called-on-line", finds="a printed line calls a loss or metric object")
 def loss_called_on_line(line: Line) -> bool:
-    return any(_LOSS_WORDS.fullmatch(_callee(c) or "") and c.args for c in _calls(line))
+    return any(_LOSS_WORDS.fullmatch(_callee(c) or "") and c.args for c in line.calls)
 
 
 @_line_detector("collective-on-line", finds="a printed line calls a collective on a tensor it built")
 def collective_on_line(line: Line) -> bool:
-    names = [_callee(c) for c in _calls(line)]
+    names = [_callee(c) for c in line.calls]
     return any(name.split(".")[0] in ("dist", "distributed") and _last(name) in _COLLECTIVES for name in names)
 
 
 @_line_detector("ddp-wrap-on-line", finds="a printed line wraps the model in DistributedDataParallel")
 def ddp_wrap_on_line(line: Line) -> bool:
-    return any(_last(_callee(c)) in ("DistributedDataParallel", "DDP") for c in _calls(line))
+    return any(_last(_callee(c)) in ("DistributedDataParallel", "DDP") for c in line.calls)
 
 
 @_line_detector("move-on-line", finds="a printed line moves something with .to() or .cuda()")
@@ -392,7 +374,7 @@ def gpu_generator_on_line(line: Line) -> bool:
         _last(_callee(c)) == "Generator"
         and isinstance(device := syntax.keyword(c, "device"), ast.Constant)
         and str(device.value).startswith(("cuda", "mps"))
-        for c in _calls(line)
+        for c in line.calls
     )
 
 
