@@ -57,6 +57,10 @@ __all__ = [
 # What a write to a full or failing disk raises; fixer writes nowhere but its output streams outside
 # `patch --apply`, which reports its own write errors.
 _WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+# A path from the command line that the system refused: the user's input, said on one line (exit 2).
+_PATH_ERRORS = frozenset(
+    {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM}
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,6 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_stdout()  # a closed pager or `| head`: nothing left to say
         return OK
     except OSError as exc:
+        if exc.errno in _PATH_ERRORS and exc.filename:  # a path given on the command line: --root, -o, --kb
+            from fixer.textio import describe
+
+            _say(f"fixer: {describe(exc)}")
+            return USAGE
         if exc.errno not in _WRITE_ERRORS:
             return _internal_error(exc)
         _discard_stdout()
@@ -140,8 +149,17 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
     if args.command == "explain":
         text = explain.example_text(args.example) if args.example else read_input(args.file, passthrough=False)
+        if args.redact and not (args.json or args.markdown):
+            raise CliError("--redact goes with --markdown or --json: it makes a report to post")
         return explain.explain_text(
-            text, top=args.top, as_json=args.json, passthrough=False, no_input=args.no_input, color=args.color
+            text,
+            top=args.top,
+            as_json=args.json,
+            markdown=args.markdown,
+            redact=args.redact,
+            passthrough=False,
+            no_input=args.no_input,
+            color=args.color,
         )
     if args.command == "patch":
         from fixer.cli.patch import patch, revert

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,10 +22,12 @@ TOP = 3
 def diagnose(args: argparse.Namespace) -> int:
     from fixer.diagnose.environment import environment_findings, read_machine
     from fixer.diagnose.rerank import rerank
+    from fixer.textio import file_problem
 
     for flag, path in (("--checkpoint", args.checkpoint), ("--exported", args.exported)):
-        if path and not Path(path).is_file():
-            raise CliError(f"{flag} {path}: no such file")
+        problem = file_problem(path) if path else None
+        if problem:
+            raise CliError(f"{flag} {problem}")
     text = read_input(args.traceback, passthrough=False) if args.traceback else None
     result = _explain(text) if text is not None else None
     evidence = result.evidence if result is not None else None
@@ -53,12 +54,15 @@ def diagnose(args: argparse.Namespace) -> int:
     unchecked = _unchecked(matches[:TOP], findings)
     shown = matches[:TOP]
     if args.json:
-        print(json.dumps(_json(findings, shown, unchecked, redact=args.redact), indent=2, default=str))
+        from fixer.output.report import to_json
+
+        print(to_json(_json(findings, shown, unchecked), redact=args.redact))
     elif args.markdown:
         from fixer.output.issue_report import issue_markdown
+        from fixer.output.redact import redact
 
-        block = issue_markdown(findings, shown, result.traceback if result is not None else None)
-        print(_redacted(block) if args.redact else block, end="")
+        block = issue_markdown("diagnose", findings, shown, result.traceback if result is not None else None)
+        print(redact(block) if args.redact else block, end="")
     else:
         _print(findings, shown, unchecked, args.color)
     return OK
@@ -110,25 +114,14 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, str], *, redact: bool) -> Any:
+def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, str]) -> dict[str, Any]:
     from fixer.output.report import match_out
 
-    payload = {
+    return {
         "findings": [vars(f) for f in findings],
         "matches": [asdict(match_out(m)) for m in matches],
         "not_checked": unchecked,
     }
-    if not redact:
-        return payload
-    from fixer.output.redact import redact_data
-
-    return redact_data(json.loads(json.dumps(payload, default=str)))
-
-
-def _redacted(text: str) -> str:
-    from fixer.output.redact import redact
-
-    return redact(text)
 
 
 def _print(findings: list[Finding], matches: list[Match], unchecked: dict[str, str], color: ColorChoice) -> None:

@@ -27,6 +27,8 @@ def explain_text(
     top: int,
     as_json: bool,
     passthrough: bool,
+    markdown: bool = False,
+    redact: bool = False,
     no_input: bool = False,
     color: ColorChoice = "auto",
     exit_zero: bool = False,
@@ -40,16 +42,22 @@ def explain_text(
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
     result = Matcher(kb_index()).explain(text)
-    if not (as_json or passthrough) and can_ask(no_input=no_input):
+    if not (as_json or markdown or passthrough) and can_ask(no_input=no_input):
         result = replace(result, matches=narrowed(result.matches, color))
-    patches = local_patches(result)
+    patches = local_patches(result) if not markdown else []
     if as_json:
         from fixer.explain.narrow import certainty
         from fixer.output.report import explain_out, to_json
 
         known = certainty(result.matches)
         document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known)
-        print(to_json(document))
+        print(to_json(document, redact=redact))
+    elif markdown:
+        from fixer.output.issue_report import issue_markdown
+        from fixer.output.redact import redact as redacted
+
+        block = issue_markdown("explain", [], result.matches[:top], result.traceback)
+        print(redacted(block) if redact else block, end="")
     else:
         _print_explanation(result, top, passthrough, patches, color)
     if passthrough:

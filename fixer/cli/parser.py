@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback; '-' is stdin")
     explain.add_argument("--top", type=_positive, default=3, metavar="N", help="candidates to show (default 3)")
-    explain.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+    _report_options(explain, "machine-readable output (see README)")
     explain.add_argument(
         "--no-input",
         action="store_true",
@@ -135,15 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--traceback", metavar="FILE", help="a log or traceback to re-rank ('-' is stdin)")
     diagnose.add_argument("--checkpoint", metavar="PATH", help="a torch.save file to inspect (never loaded)")
     diagnose.add_argument("--exported", metavar="PATH", help="a torch.export .pt2 file to inspect (never run)")
-    output = diagnose.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="findings and matches as JSON")
-    output.add_argument("--markdown", action="store_true", help="a <details> block to paste into an issue")
-    diagnose.add_argument(
-        "--redact",
-        action="store_true",
-        help="for a public post: paths from the package or home on (SITE-PACKAGES:, HOME:), no user or host names, "
-        "no tokens, keys or signed URLs",
-    )
+    _report_options(diagnose, "findings and matches as JSON")
     diagnose.add_argument("--no-input", action="store_true", help="never ask follow-up questions")
 
     run = commands.add_parser(
@@ -265,6 +257,19 @@ def build_parser() -> argparse.ArgumentParser:
     priors.add_argument("corpora", nargs="*", metavar="CORPUS", help="labelled corpora to count too")
     priors.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
     return parser
+
+
+def _report_options(command: argparse.ArgumentParser, json_help: str) -> None:
+    """--json or --markdown, and --redact for either: what explain and diagnose print for a script or an issue."""
+    output = command.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help=json_help)
+    output.add_argument("--markdown", action="store_true", help="a <details> block to paste into an issue")
+    command.add_argument(
+        "--redact",
+        action="store_true",
+        help="with --markdown or --json, for a public post: paths from the package or home on (SITE-PACKAGES:, "
+        "HOME:), no user or host names, IP addresses, tokens, keys or signed URLs",
+    )
 
 
 def _positive(value: str) -> int:

@@ -1,4 +1,5 @@
-"""`fixer diagnose --markdown`: one `<details>` block to paste into a GitHub issue or a forum post.
+"""`fixer diagnose --markdown` and `fixer explain --markdown`: one `<details>` block to paste into a
+GitHub issue or a forum post.
 
 Maintainers asked for the same four things in every thread: the torch build, the GPUs, what was on
 which device, and the traceback. The block carries them folded, so the issue stays readable. It holds
@@ -15,19 +16,16 @@ from fixer.explain.parse import RaisedException, Traceback
 _MARK = {"confirms": "✅ confirms", "rules-out": "❌ rules out", "could-not-check": "❔ could not check", "info": "ℹ️"}
 
 
-def issue_markdown(findings: list[Finding], matches: list[Match], traceback: Traceback | None) -> str:
+def issue_markdown(command: str, findings: list[Finding], matches: list[Match], traceback: Traceback | None) -> str:
+    """The block `fixer COMMAND --markdown` prints: `explain` has no probes, so no table of findings."""
     lead = f"most likely `{matches[0].id}`" if matches else "no KB entry matched"
-    rows = "\n".join(
-        f"| `{f.probe}` | {_MARK[f.verdict]} | {', '.join(f'`{e}`' for e in f.entries)} | {_cell(f.summary)} |"
-        for f in findings
-    )
-    parts = [
-        f"<details><summary>fixer diagnose: {lead}</summary>",
-        "",
-        "| probe | verdict | entries | what it saw |",
-        "|---|---|---|---|",
-        rows,
-    ]
+    parts = [f"<details><summary>fixer {command}: {lead}</summary>"]
+    if findings:
+        parts += ["", "| probe | verdict | entries | what it saw |", "|---|---|---|---|"]
+        parts += [
+            f"| `{f.probe}` | {_MARK[f.verdict]} | {', '.join(f'`{e}`' for e in f.entries)} | {_cell(f.summary)} |"
+            for f in findings
+        ]
     if matches:
         parts += ["", "Likely causes:", ""]
         parts += [f"{n}. `{m.id}`: {m.entry.title} (score {m.score})" for n, m in enumerate(matches, 1)]

@@ -191,9 +191,15 @@ def _how_to_run(probe: str) -> str:
     return how_to_run(probe)
 
 
-def to_json(document: Any) -> str:
-    """One of the documents above as `--json` prints it: indented, non-ASCII kept as written."""
-    return json.dumps(asdict(document), indent=2, ensure_ascii=False)
+def to_json(document: Any, *, redact: bool = False) -> str:
+    """One of the documents above as `--json` prints it: indented, non-ASCII kept as written; with
+    `redact`, every string as `fixer.output.redact` leaves it."""
+    data: object = asdict(document) if not isinstance(document, dict) else document
+    if redact:
+        from fixer.output.redact import redact_data
+
+        data = redact_data(json.loads(json.dumps(data, default=str)))
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
 def schema() -> dict[str, Any]:
