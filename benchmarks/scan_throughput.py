@@ -48,7 +48,7 @@ def _peak_rss_scan(path: Path) -> tuple[float, float, int]:
         "from fixer.fleet.scan import scan_file\n"
         "scan_file(sys.argv[1] + '.warm')\n"  # the matcher and imports, outside the timing
         "start = time.perf_counter(); found = scan_file(sys.argv[1]); took = time.perf_counter() - start\n"
-        "print(json.dumps([took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(found)]))\n"
+        "print(json.dumps([took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(found.found)]))\n"
     )
     Path(str(path) + ".warm").write_text("nothing here\n")
     done = subprocess.run(
@@ -87,7 +87,7 @@ def main() -> None:
         scan(files[:1])  # imports and the matcher, outside the timing
         for workers in sorted({1, args.workers}):
             start = time.perf_counter()
-            found_all = scan(files, workers=workers)
+            found_all, _ = scan(files, workers=workers)
             took = time.perf_counter() - start
             print(f"{len(files)} job logs, {total:.0f} MB, {workers} worker(s): {took:.1f} s, "
                   f"{total / took:.0f} MB/s, {len(files) / took:.1f} files/s, {len(found_all)} tracebacks")  # fmt: skip

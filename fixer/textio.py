@@ -10,9 +10,10 @@ import codecs
 import errno
 import os
 import re
+import stat
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -160,16 +161,19 @@ class TracebackBlocks:
 def file_blocks(
     path: Path, starts: Callable[[str], bool] = lambda line: False, may_start: Callable[[str], bool] = lambda t: False
 ) -> list[Block]:
-    """Every traceback in a file, read a chunk at a time in any encoding `read_file` reads."""
+    """Every traceback in a regular file, read a chunk at a time in any encoding `read_file` reads. A
+    pipe, a device or a socket among a job's logs is never opened: it could block or never end."""
     decoder = _Decoder()
     blocks = TracebackBlocks(starts, may_start)
+    name = shown(str(path))
     try:
-        with path.open("rb") as handle:
-            for chunk in _chunks(handle.read):
-                blocks.feed(decoder.decode(chunk))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    blocks.feed(decoder.decode(b"", final=True))
+        for chunk in _file_chunks(str(path), pipes=False):
+            blocks.feed(decoder.decode(chunk))
+        blocks.feed(decoder.decode(b"", final=True))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{name}: {_why(exc)}") from None
+    except InputError as exc:
+        raise InputError(str(exc) if str(exc).startswith(name) else f"{name}: {exc}") from None
     return blocks.finish()
 
 
@@ -265,18 +269,101 @@ def _looks_binary(text: str) -> bool:
 
 
 def read_file(path: str) -> str:
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"{path} is a directory; give a log file or a traceback")
+    """A log named on the command line: a regular file, or a pipe something writes to (`fixer explain
+    <(python train.py 2>&1)`); anything else is refused on one line, before it is opened."""
     try:
-        with target.open("rb") as handle:
-            return collect(_chunks(handle.read))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        return collect(_file_chunks(path, pipes=True))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{shown(path)}: {_why(exc)}") from None
+
+
+MAX_SHOWN_PATH = 120
+
+
+def shown(path: str) -> str:
+    """A path as a one-line message names it: a path of thousands of characters by its two ends."""
+    half = MAX_SHOWN_PATH // 2
+    return path if len(path) <= MAX_SHOWN_PATH else f"{path[:half]}...{path[-half:]}"
+
+
+def file_problem(path: str) -> str | None:
+    """Why `path` is no regular file fixer can read, said the way `read_file` says it; None when it is one."""
+    try:
+        kind = _kind(os.stat(path).st_mode)
+    except (OSError, ValueError) as exc:
+        return f"{shown(path)}: {_why(exc)}"
+    return f"{shown(path)}: {kind}" if kind else None
+
+
+def _file_chunks(path: str, *, pipes: bool) -> Iterator[bytes]:
+    """The bytes at `path`, once it is known not to block for ever: a directory, a device, a socket (and
+    with `pipes` False, a pipe) are refused before they are opened."""
+    info = os.stat(path)
+    if stat.S_ISFIFO(info.st_mode) and pipes:
+        yield from _pipe_chunks(path)
+        return
+    kind = _kind(info.st_mode)
+    if kind:
+        raise InputError(f"{shown(path)}: {kind}")
+    with open(path, "rb") as handle:
+        yield from _chunks(handle.read)
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory; give a log file or a traceback"
+    if stat.S_ISFIFO(mode):
+        return "is a named pipe, not a regular file"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a regular file"
+    return "is not a regular file"
+
+
+def _pipe_chunks(path: str) -> Iterator[bytes]:
+    """A pipe whose writer is there (a process substitution, a named pipe being written) is read to its
+    end; one that nothing has opened for writing would block for ever, so it is refused. POSIX tells the
+    two apart: a non-blocking read of an empty pipe ends (0 bytes) without a writer, and waits with one."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        try:
+            first = os.read(fd, CHUNK_BYTES)
+        except BlockingIOError:
+            first = None  # a writer, with nothing written yet
+        if first == b"":
+            raise InputError(f"{shown(path)}: a named pipe nothing writes to; pipe the log instead (... | fixer -)")
+        os.set_blocking(fd, True)
+        if first:
+            yield first
+        yield from _chunks(handle.read)
+
+
+def describe(exc: OSError) -> str:
+    """An OS error about a path, as one line names it: the path (its two ends, if long) and why."""
+    return f"{shown(str(exc.filename))}: {_why(exc)}"
+
+
+def _why(exc: OSError | ValueError) -> str:
+    """An OS error as a few words a user acts on."""
+    code = getattr(exc, "errno", None)
+    if code == errno.ENOENT:
+        return "no such file"
+    if code == errno.ENOTDIR:
+        return "no such file (a part of the path is not a directory)"
+    if code == errno.ELOOP:
+        return "a loop of symbolic links"
+    if code == errno.EISDIR:
+        return "is a directory"
+    if code == errno.ENAMETOOLONG:
+        return "the path is too long for this system"
+    if code in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if isinstance(exc, ValueError):  # a NUL byte in the path
+        return "not a valid path"
+    return f"cannot read ({exc.strerror or exc})"
 
 
 def read_stdin(*, echo: bool = False) -> str:

@@ -4,6 +4,7 @@ import codecs
 import io
 import os
 import random
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,42 @@ def test_closed_stdin_is_an_input_error(stdin):
     )
     assert result.stderr == b""
     assert b"standard input" in result.stdout
+
+
+def _path_kinds(tmp_path: Path) -> dict[str, str]:
+    """Every kind of path a user or a log directory can hold that is no readable log, made here."""
+    import socket
+
+    os.mkfifo(tmp_path / "nobody-writes.fifo")
+    (tmp_path / "zero.log").symlink_to("/dev/zero")
+    (tmp_path / "a.log").symlink_to(tmp_path / "b.log")
+    (tmp_path / "b.log").symlink_to(tmp_path / "a.log")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "control.sock"))
+    return {
+        "nobody-writes.fifo": "a named pipe nothing writes to",
+        "zero.log": "is a device, not a regular file",
+        "a.log": "a loop of symbolic links",
+        "control.sock": "is a socket, not a regular file",
+        "a" * 5000: "the path is too long for this system",
+        "missing.log": "no such file",
+        ".": "is a directory",
+    }
+
+
+def test_every_kind_of_path_that_is_no_log_gets_one_line_and_exit_2_without_waiting(tmp_path):
+    for name, reason in _path_kinds(tmp_path).items():
+        done = subprocess.run(
+            [sys.executable, "-m", "fixer", "explain", name], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, (name[:20], done.stderr)
+        assert done.stderr.count("\n") == 1 and reason in done.stderr and len(done.stderr) < 400, done.stderr
+
+
+def test_a_pipe_something_writes_to_is_read_like_a_file(tmp_path):
+    """`fixer explain <(python train.py 2>&1)`: the shell hands fixer a pipe whose writer is already there,
+    and which stays silent a while before the traceback comes."""
+    (tmp_path / "train.log").write_text(CREAM)
+    command = f"{shlex.quote(sys.executable)} -m fixer explain --json <(sleep 1; cat train.log)"
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "cuda:2 and cpu!" in done.stdout, done.stderr

@@ -7,7 +7,6 @@ import json
 import os
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fixer.cli.common import NO_TRACEBACK, OK, CliError, progress, team_kb
@@ -22,17 +21,25 @@ SHOWN_GROUPS = 20
 def scan(paths: list[str], *, workers: int | None, dask: str | None, form: str, color: ColorChoice = "auto") -> int:
     from fixer.fleet.scan import expand, triage
     from fixer.fleet.scan import scan as scan_files
+    from fixer.textio import file_problem, shown
 
-    missing = [path for path in paths if not Path(path).exists()]
-    if missing:
-        raise CliError(f"{missing[0]}: no such file or directory")
+    for path in paths:
+        try:
+            os.stat(path)
+        except (OSError, ValueError):
+            raise CliError(file_problem(path) or f"{shown(path)}: cannot read") from None
     files = expand(paths)
+    # A FIFO, a device or a socket among the logs is skipped before any worker could block on it.
+    problems = {path: problem for path in files if (problem := file_problem(path))}
+    readable = [path for path in files if path not in problems]
     team = tuple(str(directory) for directory in team_kb())
     if dask:
-        found = _on_dask(files, dask, team)
+        found, skipped = _on_dask(readable, dask, team)
     else:
-        with progress(len(files), f"scanning {len(files)} files") as advance:
-            found = scan_files(files, workers=workers or os.cpu_count() or 1, team=team, advance=advance)
+        with progress(len(readable), f"scanning {len(readable)} files") as advance:
+            found, skipped = scan_files(readable, workers=workers or os.cpu_count() or 1, team=team, advance=advance)
+    for reason in [*problems.values(), *skipped]:
+        print(f"fixer: skipped {reason}", file=sys.stderr)
     result = triage(found, len(files))
     if form == "json":
         print(json.dumps(_document(result, found), indent=2))
@@ -43,7 +50,7 @@ def scan(paths: list[str], *, workers: int | None, dask: str | None, form: str, 
     return OK if found else NO_TRACEBACK
 
 
-def _on_dask(files: list[str], address: str, team: tuple[str, ...]) -> list[Found]:
+def _on_dask(files: list[str], address: str, team: tuple[str, ...]) -> tuple[list[Found], list[str]]:
     try:
         from fixer.fleet.dask import scan_on_dask
     except ImportError:

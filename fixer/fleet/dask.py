@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fixer.fleet.scan import Found, scan_file
+from fixer.fleet.scan import FileScan, Found, scan_file
 
 
-def scan_on_dask(files: Sequence[str], address: str, team: tuple[str, ...] = ()) -> list[Found]:
+def scan_on_dask(files: Sequence[str], address: str, team: tuple[str, ...] = ()) -> tuple[list[Found], list[str]]:
+    """As `fixer.fleet.scan.scan`: the tracebacks, and why each skipped file was skipped."""
     import dask.bag as db
     from distributed import Client
 
     with Client(address) as client:
         partitions = max(1, min(len(files), 8 * max(1, len(client.nthreads()))))
-        bag = db.from_sequence(list(files), npartitions=partitions).map(scan_file, team).flatten()
-        return list(client.compute(bag).result())
+        bag = db.from_sequence(list(files), npartitions=partitions).map(scan_file, team)
+        results: list[FileScan] = list(client.compute(bag).result())
+    return [f for r in results for f in r.found], [r.skipped for r in results if r.skipped]

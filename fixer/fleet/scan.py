@@ -55,22 +55,30 @@ class Found:
     rank: int | None = None
 
 
+@dataclass(frozen=True)
+class FileScan:
+    """What one file gave: its tracebacks, or why it was skipped (a FIFO, a device, binary data)."""
+
+    found: list[Found]
+    skipped: str | None = None
+
+
 @lru_cache(maxsize=4)
 def _matcher(team: tuple[str, ...]) -> Matcher:
     return Matcher(load(team=[Path(d) for d in team]), read_code=False)
 
 
-def scan_file(path: str, team: tuple[str, ...] = ()) -> list[Found]:
-    """Every traceback in the file at `path`; a file that cannot be read yields none (the CLI says which)."""
+def scan_file(path: str, team: tuple[str, ...] = ()) -> FileScan:
+    """Every traceback in the file at `path`; a file that cannot be read is skipped, with the reason."""
     matcher = _matcher(team)
     known = matcher.known_messages
     try:
         blocks = textio.file_blocks(
             Path(path), lambda line: _may_be_an_error(line) and bool(known.search(line)), _may_be_an_error
         )
-    except textio.InputError:
-        return []
-    return [found for block in blocks if (found := _found(path, block, matcher)) is not None]
+    except textio.InputError as exc:
+        return FileScan([], str(exc))
+    return FileScan([found for block in blocks if (found := _found(path, block, matcher)) is not None])
 
 
 def _found(path: str, block: textio.Block, matcher: Matcher) -> Found | None:
@@ -101,7 +109,8 @@ def fingerprint(tb: Traceback) -> str:
 
 
 def expand(paths: Sequence[str]) -> list[str]:
-    """The files named, and every file under the directories named, sorted; hidden ones left out."""
+    """The files named, and every file under the directories named, sorted; hidden ones left out. Links
+    to folders are not followed, so a link that loops cannot make the walk endless."""
     files: list[str] = []
     for given in paths:
         root = Path(given)
@@ -120,19 +129,25 @@ def scan(
     workers: int = 1,
     team: tuple[str, ...] = (),
     advance: Callable[[], None] = lambda: None,
-) -> list[Found]:
-    """Every traceback in every file, on `workers` processes; `advance` is called once a file."""
-    found: list[Found] = []
+) -> tuple[list[Found], list[str]]:
+    """Every traceback in every file, on `workers` processes, and why each skipped file was skipped;
+    `advance` is called once a file."""
     if workers <= 1:
-        for path in files:
-            found += scan_file(path, team)
-            advance()
-        return found
+        return _gathered((scan_file(path, team) for path in files), advance)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for result in pool.map(scan_file, files, [team] * len(files), chunksize=max(1, len(files) // (workers * 8))):
-            found += result
-            advance()
-    return found
+        chunks = max(1, len(files) // (workers * 8))
+        return _gathered(pool.map(scan_file, files, [team] * len(files), chunksize=chunks), advance)
+
+
+def _gathered(results: Iterable[FileScan], advance: Callable[[], None]) -> tuple[list[Found], list[str]]:
+    found: list[Found] = []
+    skipped: list[str] = []
+    for result in results:
+        found += result.found
+        if result.skipped:
+            skipped.append(result.skipped)
+        advance()
+    return found, skipped
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 from pathlib import Path
 
@@ -49,7 +50,8 @@ def test_every_traceback_in_the_logs_is_found_where_it_is(logs):
     root, placed = logs
     files = expand([str(root)])
     assert [Path(f).name for f in files] == [f"job{n:02d}.log" for n in range(12)]  # hidden files left out
-    found = scan(files)
+    found, skipped = scan(files)
+    assert skipped == []
     assert len(found) == len(placed)
     for item, (name, _, text) in zip(found, placed, strict=True):
         assert Path(item.file).name == name
@@ -59,7 +61,7 @@ def test_every_traceback_in_the_logs_is_found_where_it_is(logs):
 
 def test_each_traceback_gets_the_cause_fixer_explain_gives_its_text(logs, text_matcher):
     root, placed = logs
-    for item, (_, _, text) in zip(scan(expand([str(root)])), placed, strict=True):
+    for item, (_, _, text) in zip(scan(expand([str(root)]))[0], placed, strict=True):
         expected = text_matcher.explain(text).matches
         assert item.cause == (expected[0].id if expected else None)
 
@@ -111,7 +113,7 @@ def test_blocks_keep_chains_together_and_ranks_apart():
 def test_a_message_logged_without_its_traceback_is_found(tmp_path):
     log = tmp_path / "job.log"
     log.write_text(NOISE + "ERROR trainer: Torch not compiled with CUDA enabled\n" + NOISE)
-    [item] = scan_file(str(log))
+    [item] = scan_file(str(log)).found
     assert item.cause == "torch-not-compiled-with-cuda" and item.line == 501
 
 
@@ -143,7 +145,7 @@ def test_logs_without_a_traceback_exit_3_and_a_missing_path_exits_2(tmp_path, ca
     (tmp_path / "ok.log").write_text(NOISE)
     assert main(["scan", str(tmp_path)]) == NO_TRACEBACK
     assert main(["scan", str(tmp_path / "gone")]) == USAGE
-    assert capsys.readouterr().err.endswith(f"fixer: {tmp_path / 'gone'}: no such file or directory\n")
+    assert capsys.readouterr().err.endswith(f"fixer: {tmp_path / 'gone'}: no such file\n")
 
 
 def test_a_dask_cluster_finds_what_this_machine_finds(logs, capsys):
@@ -163,5 +165,38 @@ def test_a_message_printed_just_above_its_traceback_makes_one_finding(entry, num
     text = catalog.get(entry).examples[number - 1].traceback
     log = tmp_path / "job.log"
     log.write_text(NOISE + text.rstrip("\n") + "\n" + NOISE)
-    [item] = scan_file(str(log))
+    [item] = scan_file(str(log)).found
     assert item.cause == entry
+
+
+def test_a_log_directory_with_pipes_devices_sockets_binaries_and_loops_is_scanned_without_hanging(tmp_path):
+    """Container log layouts link logs to devices and leave FIFOs and sockets beside them: each is
+    skipped with its own line, the real log is scanned, and nothing blocks."""
+    import socket
+    import subprocess
+    import sys
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "job.log").write_text(NOISE + HEADED[0][1])
+    os.mkfifo(logs / "stdout.fifo")
+    (logs / "x.log").symlink_to("/dev/zero")
+    (logs / "loop.log").symlink_to(logs / "loop.log")
+    (logs / "core.bin").write_bytes(bytes(range(256)) * 64)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(logs / "agent.sock"))
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "scan", "--json", str(logs)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == OK, done.stderr
+    assert json.loads(done.stdout)["tracebacks"] == 1
+    skipped = sorted(line for line in done.stderr.splitlines() if line.startswith("fixer: skipped "))
+    assert len(skipped) == 5 == len(done.stderr.splitlines()), done.stderr
+    for name, reason in [
+        ("agent.sock", "is a socket"),
+        ("core.bin", "looks binary"),
+        ("loop.log", "a loop of symbolic links"),
+        ("stdout.fifo", "is a named pipe"),
+        ("x.log", "is a device"),
+    ]:
+        assert any(name in line and reason in line for line in skipped), (name, skipped)
