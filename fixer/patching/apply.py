@@ -33,13 +33,13 @@ class PatchError(Exception):
 def apply(patch: Patch, root: Path) -> None:
     path = patch.path
     _check_place(path, root.resolve())
-    before = _stat(path)
+    before = _stat(path, follow=False)  # a link swapped in for the file is not the file fixer read or wrote
     _check_file(path, before)
     if _digest(path) != patch.digest:
         raise PatchError(path, "changed since fixer read it; run fixer again")
     temporary = _write_temporary(path, patch.after.encode("utf-8"), before)
     try:
-        if _fingerprint(_stat(path)) != _fingerprint(before) or _digest(path) != patch.digest:
+        if _fingerprint(_stat(path, follow=False)) != _fingerprint(before) or _digest(path) != patch.digest:
             raise PatchError(path, "changed since fixer read it; run fixer again")
         os.replace(temporary, path)
     except BaseException:
@@ -61,6 +61,8 @@ def _check_place(path: Path, root: Path) -> None:
 
 
 def _check_file(path: Path, info: os.stat_result) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise PatchError(path, "is now a symbolic link; fixer replaces only the regular file it read")
     if not stat.S_ISREG(info.st_mode):
         raise PatchError(path, "not a regular file")
     if info.st_uid != os.geteuid():
@@ -100,9 +102,9 @@ def _write_temporary(path: Path, content: bytes, like: os.stat_result) -> str:
     return temporary
 
 
-def _stat(path: Path) -> os.stat_result:
+def _stat(path: Path, *, follow: bool = True) -> os.stat_result:
     try:
-        return os.stat(path)
+        return os.stat(path, follow_symlinks=follow)
     except OSError as exc:
         raise PatchError(path, f"cannot read ({exc.strerror or exc})") from None
 

@@ -36,28 +36,55 @@ class Skipped:
 class Located:
     files: dict[Path, tuple[int, ...]] = field(default_factory=dict)  # resolved path -> lines, outermost first
     skipped: tuple[Skipped, ...] = ()
+    relative: tuple[str, ...] = ()  # the relative paths taken, read against the current directory
 
 
 def locate(frames: Traceback | Iterable[Frame]) -> Located:
-    """Each user .py file here that the traceback saw, innermost first, with the lines it names."""
-    if isinstance(frames, Traceback):
-        frames = frames.all_frames
+    """Each user .py file here that the traceback saw, innermost first, with the lines it names.
+
+    A relative path (`File "train.py"`, as Python before 3.9 printed the script it ran) is relative to a
+    directory the traceback does not name. It is read against the current directory, unless the
+    traceback's absolute user files show that it ran somewhere else: then none of them is under it."""
+    frames = tuple(frames.all_frames if isinstance(frames, Traceback) else frames)
+    ran_in = _ran_elsewhere(frames)
     lines: dict[Path, list[int]] = {}
     skipped: dict[Path, Skipped] = {}
     texts: dict[Path, list[str] | None] = {}
-    for frame in reversed(tuple(frames)):
+    relative: dict[str, None] = {}
+    for frame in reversed(frames):
         path = _existing(frame)
         if path is None or path in skipped or frame.line is None:
             continue
         if path not in texts:
             texts[path] = _lines(path)
-        refusal = _refusal(frame, texts[path]) or installed_package(path)
+        elsewhere = ran_in and not Path(frame.path).is_absolute()
+        refusal = (
+            f"a relative path, and the traceback's own files ran in {ran_in}, not under this directory"
+            if elsewhere
+            else _refusal(frame, texts[path]) or installed_package(path)
+        )
         if refusal is not None:
             skipped[path] = Skipped(frame.path, refusal)
             lines.pop(path, None)
         else:
             lines.setdefault(path, []).append(frame.line)
-    return Located({path: tuple(reversed(found)) for path, found in lines.items()}, tuple(skipped.values()))
+            if not Path(frame.path).is_absolute():
+                relative[frame.path] = None
+    files = {path: tuple(reversed(found)) for path, found in lines.items()}
+    taken = tuple(p for p in relative if any(Path(p).resolve() == f for f in files))
+    return Located(files, tuple(skipped.values()), taken)
+
+
+def _ran_elsewhere(frames: tuple[Frame, ...]) -> str | None:
+    """The folder the traceback's absolute user files are in, when none of them is under the current
+    directory: a relative path of the same traceback was relative to there, not to here."""
+    absolute = [Path(f.path) for f in frames if f.is_user and f.path.endswith(".py") and Path(f.path).is_absolute()]
+    if not absolute:
+        return None
+    here = Path.cwd().resolve()
+    if any(path.is_relative_to(here) for path in absolute):
+        return None
+    return str(absolute[-1].parent)
 
 
 def user_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, ...]]:

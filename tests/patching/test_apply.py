@@ -219,6 +219,37 @@ def test_a_relative_path_naming_the_file_here_is_patched(tmp_path, failure, caps
     assert code == OK and project.script.read_bytes() != project.original
 
 
+def test_a_relative_path_is_read_in_the_current_directory_and_said_so(tmp_path, failure, capsys, monkeypatch):
+    """The traceback does not say where `./finetune.py` ran: an identical checkout here is the one patched,
+    and stderr names the directory it was read in, so a person sees which checkout that is."""
+    project = _project(tmp_path, failure, named=Path("."))
+    other = tmp_path / "other"
+    shutil.copytree(project.root, other)
+    monkeypatch.chdir(other)
+    code = main(["patch", "--apply", "--yes", str(project.traceback)])
+    err = capsys.readouterr().err
+    assert code == OK and f"fixer: ./finetune.py: read in {other} (the traceback does not say where it ran)" in err
+    assert (other / "finetune.py").read_bytes() != project.original
+    assert project.script.read_bytes() == project.original
+
+
+def test_a_relative_path_beside_absolute_ones_elsewhere_is_not_patched_here(tmp_path, failure, capsys, monkeypatch):
+    """`./finetune.py` ran beside `/…/project/gpt.py`: another checkout with the same files is not its folder."""
+    project = _project(tmp_path, failure)
+    project.traceback.write_text(
+        failure.replace(f"{PLACEHOLDER}/gpt.py", str(project.root / "gpt.py")).replace(PLACEHOLDER, ".")
+    )
+    other = tmp_path / "other"
+    shutil.copytree(project.root, other)
+    monkeypatch.chdir(other)
+    before = {p.name: p.read_bytes() for p in other.iterdir()}
+    code = main(["patch", "--apply", "--yes", "--entry", "submodule-replaced-after-to", str(project.traceback)])
+    err = capsys.readouterr().err
+    assert code == NO_MATCH
+    assert f"fixer: ./finetune.py: skipped: a relative path, and the traceback's own files ran in {project.root}" in err
+    assert {p.name: p.read_bytes() for p in other.iterdir()} == before
+
+
 def test_a_frame_path_longer_than_the_system_allows_is_ignored(tmp_path, failure, capsys, monkeypatch):
     project = _project(tmp_path, failure, named=Path(("/" + "d" * 200) * 21))
     monkeypatch.chdir(project.root)
@@ -245,6 +276,17 @@ def test_revert_keeps_an_edit_made_since_the_patch(project, capsys):
     assert main(["patch", "--revert", "--yes"]) == NOT_APPLIED
     assert "changed since fixer patched it" in capsys.readouterr().err
     assert project.script.read_text() == edited
+
+
+def test_revert_leaves_a_symlink_put_in_the_patched_file_s_place(project, capsys):
+    """The file fixer wrote was moved and linked back: the link is not what fixer wrote, and stays a link."""
+    assert _apply(project, capsys)[0] == OK
+    moved = project.root / "moved.py"
+    project.script.rename(moved)
+    project.script.symlink_to(moved)
+    assert main(["patch", "--revert", "--yes"]) == NOT_APPLIED
+    assert "is now a symbolic link" in capsys.readouterr().err
+    assert project.script.is_symlink() and project.script.resolve() == moved
 
 
 def test_revert_without_a_terminal_or_yes_writes_nothing(project, capsys, monkeypatch):
