@@ -95,6 +95,15 @@ def _say_skipped(problems: tuple[str, ...], usable: int, root: Path) -> None:
         raise CliError(f"the knowledge base at {root} has no usable entry; run `fixer kb lint`")
 
 
+def say_slow(slow: dict[str, str]) -> None:
+    """A team regex that ran out of time, named on stderr: the answer came without it."""
+    if slow:
+        from fixer.explain.literals import slow_notice
+
+        for owner, pattern in slow.items():
+            print(f"fixer: {slow_notice(owner, pattern)}", file=sys.stderr)
+
+
 def read_input(source: str, *, passthrough: bool) -> str:
     from fixer import textio
 

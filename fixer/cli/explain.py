@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fixer.cli.common import FAILED_LOG, NO_MATCH, NO_TRACEBACK, OK, CliError, catalog, kb_index
+from fixer.cli.common import FAILED_LOG, NO_MATCH, NO_TRACEBACK, OK, CliError, catalog, kb_index, say_slow
 
 if TYPE_CHECKING:
     from fixer.explain.match import Explanation, Match
@@ -42,6 +42,7 @@ def explain_text(
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
     result = Matcher(kb_index()).explain(text)
+    say_slow(result.slow)
     if not (as_json or markdown or passthrough) and can_ask(no_input=no_input):
         result = replace(result, matches=narrowed(result.matches, color))
     patches = local_patches(result) if not markdown else []
@@ -50,7 +51,7 @@ def explain_text(
         from fixer.output.report import explain_out, to_json
 
         known = certainty(result.matches)
-        document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known)
+        document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known, result.slow)
         print(to_json(document, redact=redact))
     elif markdown:
         from fixer.output.issue_report import issue_markdown

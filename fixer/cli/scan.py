@@ -38,8 +38,8 @@ def scan(paths: list[str], *, workers: int | None, dask: str | None, form: str, 
     else:
         with progress(len(readable), f"scanning {len(readable)} files") as advance:
             found, skipped = scan_files(readable, workers=workers or os.cpu_count() or 1, team=team, advance=advance)
-    for reason in [*problems.values(), *skipped]:
-        print(f"fixer: skipped {reason}", file=sys.stderr)
+    for notice in [*(f"skipped {problem}" for problem in problems.values()), *skipped]:
+        print(f"fixer: {notice}", file=sys.stderr)
     result = triage(found, len(files))
     if form == "json":
         print(json.dumps(_document(result, found), indent=2))

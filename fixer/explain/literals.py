@@ -12,10 +12,13 @@ holds: what RE2's prefilter and code search's trigram index do, at the scale of 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 Needs = tuple[tuple[str, ...], ...]
 """Lowercased strings: a text the regex matches holds at least one string of each tuple."""
@@ -87,32 +90,117 @@ class Regex:
 
     pattern: str
     needs: Needs
-    _compiled: dict[bool, re.Pattern[str]] = field(default_factory=dict, repr=False, compare=False)
+    owner: str | None = None  # the file of the team entry that wrote it: run under a time bound (`Bounded`)
+    _compiled: dict[bool, Searcher] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, pattern: str) -> Regex:
-        return cls(pattern, needs(pattern))
+    def of(cls, pattern: str, owner: str | None = None) -> Regex:
+        return cls(pattern, needs(pattern), owner)
 
     def may_match(self, lowered: str) -> bool:
         return holds(self.needs, lowered)
 
-    def compiled(self, *, ignore_case: bool = False) -> re.Pattern[str]:
+    def compiled(self, *, ignore_case: bool = False) -> Searcher:
         found = self._compiled.get(ignore_case)
         if found is None:
-            key = (self.pattern, ignore_case)
-            found = _COMPILED.get(key)
-            if found is None:
-                found = _COMPILED[key] = re.compile(self.pattern, re.IGNORECASE if ignore_case else 0)
+            if self.owner is not None:
+                found = Bounded(self.pattern, self.owner, ignore_case=ignore_case)
+            else:
+                key = (self.pattern, ignore_case)
+                found = _COMPILED.get(key)
+                if found is None:
+                    found = _COMPILED[key] = re.compile(self.pattern, re.IGNORECASE if ignore_case else 0)
             self._compiled[ignore_case] = found
         return found
 
     def to_json(self) -> list[Any]:
-        return [self.pattern, [list(alternatives) for alternatives in self.needs]]
+        needed = [list(alternatives) for alternatives in self.needs]
+        return [self.pattern, needed] if self.owner is None else [self.pattern, needed, self.owner]
 
     @classmethod
     def from_json(cls, value: list[Any]) -> Regex:
-        pattern, needed = value
-        return cls(pattern, tuple(map(tuple, needed)))
+        pattern, needed, *owner = value
+        return cls(pattern, tuple(map(tuple, needed)), owner[0] if owner else None)
+
+
+class Searcher(Protocol):
+    """What matching asks of a compiled regex: `re.Pattern`, or `Bounded` for a team's."""
+
+    def search(self, string: str, pos: int = 0) -> Any: ...  # a match object, or None
+
+    def fullmatch(self, string: str) -> Any: ...
+
+
+BOUND_S = 0.25  # a team regex's time on one input, all its searches together: a sound one takes microseconds
+_SPENT: ContextVar[dict[str, float] | None] = ContextVar("fixer_regex_spent", default=None)
+_SLOW: dict[str, str] = {}  # owner -> pattern: team regexes that ran out of time, skipped from then on
+
+
+class Bounded:
+    """A team entry's regex, run under a time bound. The loader refuses nested repeats, but a pattern
+    can be slow without them (`(.*a){12}$`, `.*,.*,.*,.*,.*;`), and one careless entry must not stop
+    every user of that team's KB. The `regex` module (re's syntax, with a timeout that holds in any
+    thread and on any system) runs it; once it has used BOUND_S on one input it is skipped for the rest
+    of the process, and `slow()` names it. The built-in KB's regexes stay with `re`: CI times them."""
+
+    def __init__(self, pattern: str, owner: str, *, ignore_case: bool) -> None:
+        import regex as engine
+
+        self.pattern = pattern
+        self.owner = owner
+        try:
+            self._compiled: Any = engine.compile(pattern, engine.IGNORECASE if ignore_case else 0)
+        except engine.error:  # re compiled it when the entry was read; `regex` differs at the edges
+            self._compiled = None
+            _SLOW[owner] = pattern
+
+    def search(self, string: str, pos: int = 0) -> Any:
+        return self._run("search", string, pos)
+
+    def fullmatch(self, string: str) -> Any:
+        return self._run("fullmatch", string)
+
+    def _run(self, method: str, *args: object) -> Any:
+        if self._compiled is None or self.owner in _SLOW:
+            return None
+        spent = _SPENT.get()
+        if spent is None:  # outside `one_input`: each search has the whole bound
+            spent = {}
+        left = BOUND_S - spent.get(self.owner, 0.0)
+        start = time.perf_counter()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return getattr(self._compiled, method)(*args, timeout=left)
+        except TimeoutError:
+            _SLOW[self.owner] = self.pattern
+            return None
+        finally:
+            spent[self.owner] = spent.get(self.owner, 0.0) + time.perf_counter() - start
+
+
+@contextmanager
+def one_input() -> Iterator[None]:
+    """Each team regex's time bound counts over what is done inside: the reading and ranking of one input."""
+    token = _SPENT.set({})
+    try:
+        yield
+    finally:
+        _SPENT.reset(token)
+
+
+def slow() -> dict[str, str]:
+    """The team regexes skipped for running out of time, by the file of the entry that holds each."""
+    return dict(_SLOW)
+
+
+def slow_notice(owner: str, pattern: str) -> str:
+    """How a skipped team regex is named to the user: one line, the entry's file and the pattern."""
+    shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+    return (
+        f"skipped the regex {shown!r} of the team entry {owner}: it took over {BOUND_S} s on one input "
+        "(fix it there; the other entries still answered)"
+    )
 
 
 @dataclass(frozen=True)
@@ -247,20 +335,38 @@ class AnyOf:
             yield found
             pos = found.end() if found.end() > found.start() else found.end() + 1
 
-    def _compiled(self, text: str, ignore_case: bool) -> list[re.Pattern[str]]:
+    def _compiled(self, text: str, ignore_case: bool) -> list[Searcher]:
         return [self.regexes[n].compiled(ignore_case=ignore_case) for n in self.candidates(text.lower())]
 
 
-def _leftmost(compiled: Iterable[re.Pattern[str]], text: str, pos: int) -> re.Match[str] | None:
+def _leftmost(compiled: Iterable[Searcher], text: str, pos: int) -> re.Match[str] | None:
     """The match an alternation of `compiled` finds: the leftmost, and of two at one place the earlier's."""
     return min(
         (hit for regex in compiled if (hit := regex.search(text, pos))), key=lambda hit: hit.start(), default=None
     )
 
 
-def known_messages(patterns: Iterable[str]) -> AnyOf:
-    """The KB's signatures as one search, each once, in a stable order."""
-    return AnyOf([Regex.of(pattern) for pattern in sorted(set(patterns))])
+def known_messages(patterns: Iterable[tuple[str, str | None]]) -> AnyOf:
+    """The KB's signatures as one search, each once, in a stable order: (pattern, owner) pairs, where a
+    pattern the built-in KB has too is the built-in one, run without a bound."""
+    owners: dict[str, str | None] = {}
+    for pattern, owner in patterns:
+        if owners.get(pattern, "") is not None:
+            owners[pattern] = owner
+    return AnyOf([Regex.of(pattern, owners[pattern]) for pattern in sorted(owners)])
 
 
-__all__ = ["AnyOf", "Groups", "LiteralIndex", "Needs", "Regex", "holds", "known_messages", "needs"]
+__all__ = [
+    "AnyOf",
+    "Bounded",
+    "Groups",
+    "LiteralIndex",
+    "Needs",
+    "Regex",
+    "holds",
+    "known_messages",
+    "needs",
+    "one_input",
+    "slow",
+    "slow_notice",
+]

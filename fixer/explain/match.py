@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz, process
 
-from fixer.explain import priors
+from fixer.explain import literals, priors
 from fixer.explain.evidence import Evidence, device_kind, extract
 from fixer.explain.literals import Regex
 from fixer.explain.normalise import normalise
@@ -61,6 +61,7 @@ class Explanation:
     traceback: Traceback | None
     evidence: Evidence | None
     matches: list[Match]
+    slow: dict[str, str] = field(default_factory=dict)  # team regexes skipped for time: entry file -> pattern
 
 
 class Matcher:
@@ -74,11 +75,12 @@ class Matcher:
         self.known_messages = self.index.known
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
-        tb = parse(text, self.known_messages)
-        if tb is None:
-            return Explanation(None, None, [])
-        evidence = extract(tb, read_code=self.read_code)
-        return Explanation(tb, evidence, self.rank(evidence, top=top))
+        with literals.one_input():
+            tb = parse(text, self.known_messages)
+            if tb is None:
+                return Explanation(None, None, [], literals.slow())
+            evidence = extract(tb, read_code=self.read_code)
+            return Explanation(tb, evidence, self.rank(evidence, top=top), literals.slow())
 
     def rank(self, evidence: Evidence, *, top: int | None = None) -> list[Match]:
         if evidence.dtype_only:

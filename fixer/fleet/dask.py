@@ -23,4 +23,4 @@ def scan_on_dask(files: Sequence[str], address: str, team: tuple[str, ...] = ())
         partitions = max(1, min(len(files), 8 * max(1, len(client.nthreads()))))
         bag = db.from_sequence(list(files), npartitions=partitions).map(scan_file, team)
         results: list[FileScan] = list(client.compute(bag).result())
-    return [f for r in results for f in r.found], [r.skipped for r in results if r.skipped]
+    return [f for r in results for f in r.found], list(dict.fromkeys(n for r in results for n in r.notices()))

@@ -24,6 +24,7 @@ from pathlib import Path, PurePath
 
 from fixer import textio
 from fixer.explain.evidence import extract
+from fixer.explain.literals import one_input, slow, slow_notice
 from fixer.explain.match import Matcher
 from fixer.explain.narrow import settled
 from fixer.explain.normalise import normalise
@@ -61,6 +62,11 @@ class FileScan:
 
     found: list[Found]
     skipped: str | None = None
+    slow: tuple[str, ...] = ()  # team regexes this process skipped for time, as `slow_notice` names them
+
+    def notices(self) -> tuple[str, ...]:
+        """What to tell the user about this file, a line each."""
+        return (f"skipped {self.skipped}",) * bool(self.skipped) + self.slow
 
 
 @lru_cache(maxsize=4)
@@ -78,14 +84,16 @@ def scan_file(path: str, team: tuple[str, ...] = ()) -> FileScan:
         )
     except textio.InputError as exc:
         return FileScan([], str(exc))
-    return FileScan([found for block in blocks if (found := _found(path, block, matcher)) is not None])
+    found = [found for block in blocks if (found := _found(path, block, matcher)) is not None]
+    return FileScan(found, slow=tuple(slow_notice(owner, pattern) for owner, pattern in slow().items()))
 
 
 def _found(path: str, block: textio.Block, matcher: Matcher) -> Found | None:
-    tb = parse(block.text, matcher.known_messages)
-    if tb is None or not (tb.exception or tb.message):
-        return None
-    matches = matcher.rank(extract(tb, read_code=False))
+    with one_input():
+        tb = parse(block.text, matcher.known_messages)
+        if tb is None or not (tb.exception or tb.message):
+            return None
+        matches = matcher.rank(extract(tb, read_code=False))
     first = matches[0] if matches else None
     line = tb.message.strip().split("\n", 1)[0] if tb.message.strip() else ""
     return Found(
@@ -144,8 +152,7 @@ def _gathered(results: Iterable[FileScan], advance: Callable[[], None]) -> tuple
     skipped: list[str] = []
     for result in results:
         found += result.found
-        if result.skipped:
-            skipped.append(result.skipped)
+        skipped += [notice for notice in result.notices() if notice not in skipped]
         advance()
     return found, skipped
 

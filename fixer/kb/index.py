@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 3  # bump when the layout below changes
+FORMAT = 4  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -173,15 +173,18 @@ def build(catalog: Catalog) -> Index:
             if tb and tb.message:
                 kinds = extract(tb, read_code=False).device_kinds
                 examples.append(Example(normalise(tb.message), kinds, str(example.source)))
+        owner = catalog.owner(entry.id)
         rules = []
         for rule in entry.evidence:
             when: dict[str, Any] = rule.when.model_dump(exclude_none=True)
-            when.update({name: Regex.of(value) for name, value in when.items() if name in REGEX_FIELDS})
+            when.update({name: Regex.of(value, owner) for name, value in when.items() if name in REGEX_FIELDS})
             rules.append(Rule(when, rule.weight, rule.because))
         entries.append(
             IndexedEntry(
                 card=Card.of(entry, catalog.files.get(entry.id, "")),
-                signatures=tuple(Signature(Regex.of(s.pattern), s.exception, s.weight) for s in entry.signatures),
+                signatures=tuple(
+                    Signature(Regex.of(s.pattern, owner), s.exception, s.weight) for s in entry.signatures
+                ),
                 rules=tuple(rules),
                 examples=tuple(examples),
             )

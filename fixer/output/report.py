@@ -105,6 +105,7 @@ class ExplainOut:
     confident: bool | None = None  # null when nothing matched
     uncertain: UncertainOut | None = None  # set when confident is false
     patches: list[PatchOut] = field(default_factory=list)
+    slow_regexes: dict[str, str] = field(default_factory=dict)  # team entry file -> its regex skipped for time
 
 
 def patch_out(patch: Patch) -> PatchOut:
@@ -163,7 +164,12 @@ def match_out(match: Match) -> MatchOut:
 
 
 def explain_out(
-    tb: Traceback | None, ev: Evidence | None, matches: list[Match], patches: list[Patch], known: Certainty | None
+    tb: Traceback | None,
+    ev: Evidence | None,
+    matches: list[Match],
+    patches: list[Patch],
+    known: Certainty | None,
+    slow: dict[str, str] | None = None,
 ) -> ExplainOut:
     """`matches` as shown (the top N); `known` judged on all of them."""
     return ExplainOut(
@@ -172,6 +178,7 @@ def explain_out(
         confident=known.confident if known else None,
         uncertain=uncertain_out(known) if known and not known.confident else None,
         patches=[patch_out(p) for p in patches],
+        slow_regexes=dict(slow or {}),
     )
 
 

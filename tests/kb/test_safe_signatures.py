@@ -82,3 +82,68 @@ def test_every_regex_of_the_kb_finishes_quickly_on_text_made_to_make_it_work_har
         slowest.append((time.perf_counter() - start, pattern))
     slowest.sort(reverse=True)
     assert slowest[0][0] < 0.5, f"{slowest[0][1]!r} took {slowest[0][0]:.2f} s on {len(ADVERSARIAL)} texts"
+
+
+# Patterns with no nested repeat that still take polynomial time: the loader lets them through, so they
+# run under a time bound. The last takes minutes on the text below; the first two are the shapes a
+# review found hanging `re` for over a minute.
+SLOW_WITHOUT_NESTING = [r"Expected all tensors(.*a){12}$", r"same device.*,.*,.*,.*,.*,.*;", r"x.*x.*x.*x.*x.*x.*y"]
+HARD_MESSAGE = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    + " raised by " + "a" * 60 + "," * 300 + "x" * 1000
+)  # fmt: skip
+
+
+def _team_entries(folder: Path, patterns: list[str]) -> list[Path]:
+    base = yaml.safe_load((ROOT / "kb" / "model-not-moved.yaml").read_text())
+    files = []
+    for number, pattern in enumerate(patterns):
+        data = {**base, "id": f"our-slow-entry-{number}", "signatures": [{"pattern": pattern, "weight": 40}]}
+        data["examples"] = [{**base["examples"][0]}]
+        files.append(folder / f"our-slow-entry-{number}.yaml")
+        files[-1].write_text(yaml.safe_dump(data, sort_keys=False))
+    return files
+
+
+def test_a_team_regex_slow_without_nesting_is_skipped_by_name_and_the_built_in_kb_answers(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    team = tmp_path / "team"
+    team.mkdir()
+    files = _team_entries(team, SLOW_WITHOUT_NESTING)
+    paste = tmp_path / "paste.txt"
+    paste.write_text(HARD_MESSAGE + "\n")
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "--kb", str(team), "explain", "--json", str(paste)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    took = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["matches"] and not document["matches"][0]["id"].startswith("our-slow-entry")
+    assert document["slow_regexes"] == {str(files[2]): SLOW_WITHOUT_NESTING[2]}
+    notices = [line for line in done.stderr.splitlines() if "took over" in line]
+    assert len(notices) == 1 and str(files[2]) in notices[0] and "x.*x.*x" in notices[0]
+    assert took < 30  # the index is built in this time too; the bound itself is a quarter of a second
+
+
+def test_a_bounded_regex_spends_its_time_once_per_input_and_then_is_skipped():
+    from fixer.explain.literals import BOUND_S, Regex, one_input, slow
+
+    regex = Regex.of(r"x.*x.*x.*x.*x.*x.*y", owner="/team/slow.yaml")
+    sound = Regex.of(r"same device", owner="/team/sound.yaml")
+    text = "x" * 1000
+    with one_input():
+        start = time.perf_counter()
+        assert regex.compiled().search(text) is None
+        assert time.perf_counter() - start < BOUND_S * 4
+        start = time.perf_counter()
+        assert regex.compiled().search(text) is None
+        assert time.perf_counter() - start < 0.01
+        assert sound.compiled().search("on the same device").group(0) == "same device"
+    assert slow()["/team/slow.yaml"] == regex.pattern and "/team/sound.yaml" not in slow()
