@@ -3,19 +3,23 @@
 The goals: no shape takes more than 1 s at 1 MB, so nothing a user pastes or pipes can make fixer hang,
 and time grows no faster than the input beyond (a shape 16 times as big takes at most 16 times as long,
 less the process start both pay). Each shape runs as a whole process, as a user meets it.
+Then the path arguments that block or never end, and team regexes slow without nesting, each timed.
 Run: python benchmarks/hostile_input.py [--sizes 1,4,16]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "kb")]
 
 from hostile import shapes  # noqa: E402
 
@@ -55,7 +59,39 @@ def main() -> int:
         print(f"{name:30s}" + "".join(f" {s:8.2f}" for s in seconds) + f"   {code:4d}  {growth:5.2f}")
     print(f"slowest at {sizes[0]} MB: {worst:.2f} s; goal {GOAL_S:.1f} s: {'met' if worst <= GOAL_S else 'MISSED'}")
     print(f"growth beyond linear (over {SLACK}): {', '.join(superlinear) or 'none'}")
+    _paths_and_team_regexes()
     return 0
+
+
+def _paths_and_team_regexes() -> None:
+    """What is no paste but hung fixer all the same: path arguments that block or never end, a log
+    directory holding them, and team regexes slow without nesting (tests/kb/test_safe_signatures.py)."""
+    from test_safe_signatures import HARD_MESSAGE, SLOW_WITHOUT_NESTING, _team_entries
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        os.mkfifo(root / "nobody-writes.fifo")
+        (root / "zero.log").symlink_to("/dev/zero")
+        (root / "loop.log").symlink_to(root / "loop.log")
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(root / "agent.sock"))
+        (root / "job.log").write_text(HARD_MESSAGE + "\n")
+        team = root / "team"
+        team.mkdir()
+        _team_entries(team, SLOW_WITHOUT_NESTING)
+        runs = {
+            **{f"explain {name}": ["explain", name] for name in ("nobody-writes.fifo", "zero.log", "loop.log")},
+            "explain agent.sock": ["explain", "agent.sock"],
+            "explain a 5,000-character path": ["explain", "a" * 5000],
+            "scan a directory of all of them": ["scan", "--workers", "1", "."],
+            "explain with slow team regexes": ["--kb", "team", "explain", "--json", "job.log"],
+        }
+        print(f"\n{'command':40s} {'seconds':>8s}   exit")
+        for name, arguments in runs.items():
+            start = time.perf_counter()
+            done = subprocess.run([*COMMAND[:3], *arguments], cwd=root, capture_output=True, timeout=120)
+            print(f"{name:40s} {time.perf_counter() - start:8.2f}   {done.returncode:4d}")
+        server.close()
 
 
 if __name__ == "__main__":

@@ -47,6 +47,11 @@ class BoundedText:
         self._anchor_chars = 0
 
     def feed(self, chunk: str) -> None:
+        if "\n" not in chunk and "\r" not in chunk and not self._partial.endswith("\r"):
+            # more of one long line (a message of megabytes): kept up to the cut, without a regex over it
+            if len(self._partial) < MAX_LINE_CHARS:
+                self._partial = (self._partial + chunk[:MAX_LINE_CHARS])[:MAX_LINE_CHARS]
+            return
         data = self._partial + chunk
         held = data.endswith("\r")  # CR, or the first half of a CRLF the next chunk completes
         parts = _LINE_END.split(data[:-1] if held else data)
