@@ -131,17 +131,18 @@ class Searcher(Protocol):
     def fullmatch(self, string: str) -> Any: ...
 
 
-BOUND_S = 0.25  # a team regex's time on one input, all its searches together: a sound one takes microseconds
+BOUND_S = 0.25  # a team entry's regexes' time on one input, all their searches together; a sound one takes µs
 _SPENT: ContextVar[dict[str, float] | None] = ContextVar("fixer_regex_spent", default=None)
-_SLOW: dict[str, str] = {}  # owner -> pattern: team regexes that ran out of time, skipped from then on
+_SLOW: dict[str, str] = {}  # owner -> the pattern that ran out of time: the entry's regexes are skipped from then on
 
 
 class Bounded:
     """A team entry's regex, run under a time bound. The loader refuses nested repeats, but a pattern
     can be slow without them (`(.*a){12}$`, `.*,.*,.*,.*,.*;`), and one careless entry must not stop
     every user of that team's KB. The `regex` module (re's syntax, with a timeout that holds in any
-    thread and on any system) runs it; once it has used BOUND_S on one input it is skipped for the rest
-    of the process, and `slow()` names it. The built-in KB's regexes stay with `re`: CI times them."""
+    thread and on any system) runs it. An entry's regexes share BOUND_S on one input; once they have
+    used it, the entry's regexes are skipped for the rest of the process, and `slow()` names the one
+    that ran out. The built-in KB's regexes stay with `re`: CI times them on hostile text."""
 
     def __init__(self, pattern: str, owner: str, *, ignore_case: bool) -> None:
         import regex as engine
@@ -179,6 +180,21 @@ class Bounded:
             spent[self.owner] = spent.get(self.owner, 0.0) + time.perf_counter() - start
 
 
+def runs_out(pattern: str, texts: Iterable[str]) -> bool:
+    """Whether a team regex uses up its bound searching these texts, as `Bounded` would at run time;
+    for `fixer kb lint`, which warns before any user meets the skip."""
+    import regex as engine
+
+    deadline = time.perf_counter() + BOUND_S
+    compiled = engine.compile(pattern)
+    try:
+        for text in texts:
+            compiled.search(text, timeout=max(deadline - time.perf_counter(), 0.001))
+    except TimeoutError:
+        return True
+    return time.perf_counter() > deadline
+
+
 @contextmanager
 def one_input() -> Iterator[None]:
     """Each team regex's time bound counts over what is done inside: the reading and ranking of one input."""
@@ -190,7 +206,7 @@ def one_input() -> Iterator[None]:
 
 
 def slow() -> dict[str, str]:
-    """The team regexes skipped for running out of time, by the file of the entry that holds each."""
+    """The team entries skipped for running out of time, by file, each with the regex that ran out."""
     return dict(_SLOW)
 
 
@@ -198,7 +214,7 @@ def slow_notice(owner: str, pattern: str) -> str:
     """How a skipped team regex is named to the user: one line, the entry's file and the pattern."""
     shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
     return (
-        f"skipped the regex {shown!r} of the team entry {owner}: it took over {BOUND_S} s on one input "
+        f"skipped the team entry {owner}: its regex {shown!r} took over {BOUND_S} s on one input "
         "(fix it there; the other entries still answered)"
     )
 
@@ -367,6 +383,7 @@ __all__ = [
     "known_messages",
     "needs",
     "one_input",
+    "runs_out",
     "slow",
     "slow_notice",
 ]

@@ -8,9 +8,12 @@ from pathlib import Path
 
 from fixer.diagnose.probes import PROBES
 from fixer.explain import detectors
+from fixer.explain.literals import BOUND_S, needs, runs_out
 from fixer.explain.match import Matcher
 from fixer.explain.narrow import within_reach
+from fixer.explain.parse import MAX_MESSAGE_CHARS
 from fixer.kb.catalog import Catalog, KBError, clash, read_entry, shown
+from fixer.kb.index import REGEX_FIELDS
 from fixer.kb.repro import Verification, verification
 from fixer.kb.schema import Entry
 from fixer.patching import registry
@@ -75,11 +78,49 @@ def lint(root: Path, team: Sequence[Path] = ()) -> tuple[list[Entry], list[Probl
             files[entry.id] = path
     entries = list(merged.values())
     names = {entry_id: shown(path, root) for entry_id, path in files.items()}
-    problems.extend(_cross_checks(entries, root, names))
+    problems.extend(_cross_checks(entries, root, names, files))
+    problems.extend(_slow_team_regexes(entries, root, names, files))
     return entries, problems
 
 
-def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str]) -> list[Problem]:
+# Text made to make a regex work hard, each as long as the longest message fixer reads: long runs of
+# what repeats match (letters, spaces, word-and-space, digits, separators), the start of a known message
+# over and over, near misses that fail at their very end, and runs of the regex's own literals.
+_HARD_UNITS = (
+    "a", " ", "word ", "0", "/", ":", "(", "cuda:0 ", "\t\n", "ab", ",",
+    "Expected all tensors to be on the same device, ", "but found at least two devices, cuda:0 and ",
+    "wrapper_CUDA_", "torch.cuda.FloatTensor ", "'x' ",
+)  # fmt: skip
+
+
+def hard_texts(pattern: str) -> list[str]:
+    units = dict.fromkeys((*_HARD_UNITS, *(s for alternatives in needs(pattern) for s in alternatives)))
+    return [(unit * (MAX_MESSAGE_CHARS // len(unit) + 1))[:MAX_MESSAGE_CHARS] + "\x00" for unit in units if unit]
+
+
+def _slow_team_regexes(
+    entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path]
+) -> list[Problem]:
+    """A team entry whose regex would run out of its time bound on hard text: at run time it would be
+    skipped, so the lint says so first. The built-in KB's regexes are held to this by its own tests."""
+    problems = []
+    for entry in entries:
+        if files[entry.id].parent == root:
+            continue
+        rules = (getattr(rule.when, name) for rule in entry.evidence for name in REGEX_FIELDS)
+        for pattern in dict.fromkeys(p for p in (*(s.pattern for s in entry.signatures), *rules) if p):
+            if runs_out(pattern, hard_texts(pattern)):
+                problems.append(
+                    Problem(
+                        names[entry.id],
+                        f"the regex {pattern!r} takes over {BOUND_S} s on text made to make it work hard, so "
+                        "fixer would skip this entry; write it without runs of .* that can match the same text",
+                    )
+                )
+    return problems
+
+
+def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path]) -> list[Problem]:
     """Checks of each entry against the others; `names` says which file to blame for an entry."""
     problems: list[Problem] = []
     known = {e.id for e in entries}
@@ -105,7 +146,7 @@ def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str]) -> li
         problems.extend(Problem(file, message) for message in _codemod_problems(entry))
         problems.extend(Problem(file, message) for message in _unwritten(entry))
     problems.extend(_shared_wordings_weigh_alike(entries, names))
-    problems.extend(_examples_rank_first(entries, root, names))
+    problems.extend(_examples_rank_first(entries, root, names, files))
     return problems
 
 
@@ -186,12 +227,14 @@ def _shared_wordings_weigh_alike(entries: list[Entry], names: dict[str, str]) ->
     ]
 
 
-def _examples_rank_first(entries: list[Entry], root: Path, names: dict[str, str]) -> list[Problem]:
+def _examples_rank_first(
+    entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path]
+) -> list[Problem]:
     """Each real example puts its own entry first: the KB's regression test. An example whose text
     cannot decide (`ambiguous`) may rank lower, as its priors say, but must stay within reach of the
     follow-up questions, so a person's answers can still bring it first."""
     live = {e.id: e for e in entries if not e.retired}
-    matcher = Matcher(Catalog(entries=live, root=root))
+    matcher = Matcher(Catalog(entries=live, root=root, files={entry_id: files[entry_id] for entry_id in live}))
     problems = []
     for entry in live.values():
         for number, example in enumerate(entry.examples, 1):

@@ -105,7 +105,7 @@ class ExplainOut:
     confident: bool | None = None  # null when nothing matched
     uncertain: UncertainOut | None = None  # set when confident is false
     patches: list[PatchOut] = field(default_factory=list)
-    slow_regexes: dict[str, str] = field(default_factory=dict)  # team entry file -> its regex skipped for time
+    slow_regexes: dict[str, str] = field(default_factory=dict)  # team entries skipped for time: file -> the regex
 
 
 def patch_out(patch: Patch) -> PatchOut:

@@ -51,8 +51,11 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
     skipped: dict[Path, Skipped] = {}
     texts: dict[Path, list[str] | None] = {}
     relative: dict[str, None] = {}
+    existing: dict[str, Path | None] = {}  # by the path as printed: a stat per file, not per frame
     for frame in reversed(frames):
-        path = _existing(frame)
+        if frame.path not in existing:
+            existing[frame.path] = _existing(frame)
+        path = existing[frame.path]
         if path is None or path in skipped or frame.line is None:
             continue
         if path not in texts:
@@ -78,13 +81,14 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
 def _ran_elsewhere(frames: tuple[Frame, ...]) -> str | None:
     """The folder the traceback's absolute user files are in, when none of them is under the current
     directory: a relative path of the same traceback was relative to there, not to here."""
-    absolute = [Path(f.path) for f in frames if f.is_user and f.path.endswith(".py") and Path(f.path).is_absolute()]
+    named = {f.path for f in frames if f.is_user and f.path.endswith(".py")}  # a deep recursion names few files
+    absolute = [Path(path) for path in named if Path(path).is_absolute()]
     if not absolute:
         return None
     here = Path.cwd().resolve()
     if any(path.is_relative_to(here) for path in absolute):
         return None
-    return str(absolute[-1].parent)
+    return str(max(absolute).parent)
 
 
 def user_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, ...]]:

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from fixer.explain.parse import MAX_MESSAGE_CHARS
 from fixer.kb.catalog import KBError, load
+from fixer.kb.lint import hard_texts, lint
 from fixer.kb.schema import Signature
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,29 +59,19 @@ def _patterns(catalog) -> list[str]:
     return sorted(found)
 
 
-# Text made to make a regex work hard, each as long as the longest message fixer reads: long runs of
-# what repeats match (letters, spaces, word-and-space, digits, separators), the start of a known message
-# over and over, and near misses that fail at their very end.
-_UNIT = [
-    "a", " ", "word ", "0", "/", ":", "(", "cuda:0 ", "\t\n", "ab",
-    "Expected all tensors to be on the same device, ", "but found at least two devices, cuda:0 and ",
-    "wrapper_CUDA_", "torch.cuda.FloatTensor ", "'x' ",
-]  # fmt: skip
-ADVERSARIAL = [(unit * (MAX_MESSAGE_CHARS // len(unit)))[:MAX_MESSAGE_CHARS] + "\x00" for unit in _UNIT]
-
-
 def test_every_regex_of_the_kb_finishes_quickly_on_text_made_to_make_it_work_hard(catalog):
     """A linear pattern scans 8,000 characters in well under a millisecond per text; one that
     backtracks takes seconds to years. The bound leaves a slow CI machine a hundredfold margin."""
     slowest = []
     for pattern in _patterns(catalog):
         compiled = re.compile(pattern)
+        texts = hard_texts(pattern)
         start = time.perf_counter()
-        for text in ADVERSARIAL:
+        for text in texts:
             compiled.search(text)
-        slowest.append((time.perf_counter() - start, pattern))
+        slowest.append((time.perf_counter() - start, pattern, len(texts)))
     slowest.sort(reverse=True)
-    assert slowest[0][0] < 0.5, f"{slowest[0][1]!r} took {slowest[0][0]:.2f} s on {len(ADVERSARIAL)} texts"
+    assert slowest[0][0] < 0.5, f"{slowest[0][1]!r} took {slowest[0][0]:.2f} s on {slowest[0][2]} texts"
 
 
 # Patterns with no nested repeat that still take polynomial time: the loader lets them through, so they
@@ -147,3 +137,13 @@ def test_a_bounded_regex_spends_its_time_once_per_input_and_then_is_skipped():
         assert time.perf_counter() - start < 0.01
         assert sound.compiled().search("on the same device").group(0) == "same device"
     assert slow()["/team/slow.yaml"] == regex.pattern and "/team/sound.yaml" not in slow()
+
+
+def test_the_lint_names_a_team_regex_that_would_run_out_of_time_and_passes_a_sound_one(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    slow_file, sound_file = _team_entries(team, [SLOW_WITHOUT_NESTING[2], r"same device as (?:its|the) \w+"])
+    _, problems = lint(ROOT / "kb", [team])
+    timed = [p for p in problems if "text made to make it work hard" in p.message]
+    assert [(p.file, SLOW_WITHOUT_NESTING[2] in p.message) for p in timed] == [(str(slow_file), True)]
+    assert not any(p.file == str(sound_file) and "work hard" in p.message for p in problems)
