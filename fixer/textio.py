@@ -171,14 +171,15 @@ def file_blocks(
     decoder = _Decoder()
     blocks = TracebackBlocks(starts, may_start)
     name = shown(str(path))
+    chunks = _file_chunks(str(path), pipes=False)
     try:
-        for chunk in _file_chunks(str(path), pipes=False):
+        for chunk in chunks:
             blocks.feed(decoder.decode(chunk))
         blocks.feed(decoder.decode(b"", final=True))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{name}: {_why(exc)}") from None
-    except InputError as exc:
-        raise InputError(str(exc) if str(exc).startswith(name) else f"{name}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    except InputError as exc:  # the decoder's: binary data
+        raise InputError(f"{name}: {exc}") from None
     return blocks.finish()
 
 
@@ -276,10 +277,11 @@ def _looks_binary(text: str) -> bool:
 def read_file(path: str) -> str:
     """A log named on the command line: a regular file, or a pipe something writes to (`fixer explain
     <(python train.py 2>&1)`); anything else is refused on one line, before it is opened."""
+    chunks = _file_chunks(path, pipes=True)
     try:
-        return collect(_file_chunks(path, pipes=True))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{shown(path)}: {_why(exc)}") from None
+        return collect(chunks)
+    except OSError as exc:
+        raise InputError(f"{shown(path)}: cannot read ({exc.strerror or exc})") from None
 
 
 MAX_SHOWN_PATH = 120
@@ -302,15 +304,20 @@ def file_problem(path: str) -> str | None:
 
 def _file_chunks(path: str, *, pipes: bool) -> Iterator[bytes]:
     """The bytes at `path`, once it is known not to block for ever: a directory, a device, a socket (and
-    with `pipes` False, a pipe) are refused before they are opened."""
-    info = os.stat(path)
-    if stat.S_ISFIFO(info.st_mode) and pipes:
-        yield from _pipe_chunks(path)
-        return
-    kind = _kind(info.st_mode)
-    if kind:
-        raise InputError(f"{shown(path)}: {kind}")
-    with open(path, "rb") as handle:
+    with `pipes` False, a pipe) are refused before they are opened, and why goes in the InputError."""
+    try:
+        mode = os.stat(path).st_mode
+        kind = None if stat.S_ISFIFO(mode) and pipes else _kind(mode)
+        if kind:
+            raise InputError(f"{shown(path)}: {kind}")
+        handle = open(path, "rb", buffering=0) if not stat.S_ISFIFO(mode) else None  # noqa: SIM115
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise InputError(f"{shown(path)}: {_why(exc)}") from None
+    return _pipe_chunks(path) if handle is None else _read_through(handle)
+
+
+def _read_through(handle: BinaryIO) -> Iterator[bytes]:
+    with handle:
         yield from _chunks(handle.read)
 
 
