@@ -11,8 +11,8 @@ its signature. Each rule below removes one of those, from this machine or any ot
   addresses; host names wherever the text shows one as a host (a prompt, NCCL's `host:pid:tid` prefix,
   `MASTER_ADDR=`, `HOSTNAME=`, SLURM's node lists, a name with a hyphen or digit under a domain, a name
   in an internal domain such as `.internal` or `.corp`), then every other place that name appears;
-- IP addresses: private, link-local and shared ones (`10.0.3.17`, `fe80::1`) anywhere, any address
-  with a port (`34.1.2.3:29500`) or in brackets; loopback stays, as do versions (`cudnn 8.9.2.26`);
+- IP addresses: private and link-local ones (`10.0.3.17`, `fe80::1`) anywhere, any address with a
+  port (`34.1.2.3:29500`) or as a URL's host; loopback stays, as do versions (`cudnn 8.9.2.26`);
 - credentials in URLs (`https://user:pass@...`, `?token=...&X-Amz-Signature=...`), values of
   variables and arguments named like secrets (`WANDB_API_KEY=...`, `token="..."`), tokens whose
   shape gives them away (`hf_...`, `ghp_...`, `sk-...`, `AKIA...`, `Bearer ...`, JSON Web Tokens) and
@@ -165,9 +165,11 @@ def _url(url: str) -> str:
 
 def _url_host(host: str) -> str:
     """A public site stays (github.com is what a reader follows); an address or a private network's name goes."""
-    if _is_address(host.strip("[]")) and _addresses(host.strip("[]")) != host.strip("[]"):
-        return "HOST"
-    return "HOST" if _INTERNAL_HOST.fullmatch(host) else host
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return "HOST" if _INTERNAL_HOST.fullmatch(host) else host
+    return host if address.is_loopback else "HOST"
 
 
 def _outside_urls(text: str, home: str, dirs: tuple[str, ...]) -> str:
