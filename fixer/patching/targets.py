@@ -10,6 +10,7 @@ Free of LibCST, so `fixer explain` can ask "is there anything to patch here?" fo
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from fixer.explain.read import as_pasted
 from fixer.explain.source import MAX_BYTES
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
+_IN_LIBRARY = re.compile(r"(?:^|/)(?:site|dist)-packages(?:/|$)")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -46,7 +48,7 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
     directory the traceback does not name. It is read against the current directory, unless the
     traceback's absolute user files show that it ran somewhere else: then none of them is under it."""
     frames = tuple(frames.all_frames if isinstance(frames, Traceback) else frames)
-    ran_in = _ran_elsewhere(frames)
+    ran_elsewhere = cache(lambda: _ran_elsewhere(frames))  # asked only for a relative path that is here
     lines: dict[Path, list[int]] = {}
     skipped: dict[Path, Skipped] = {}
     texts: dict[Path, list[str] | None] = {}
@@ -60,10 +62,11 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
             continue
         if path not in texts:
             texts[path] = _lines(path)
-        elsewhere = ran_in and not Path(frame.path).is_absolute()
+        is_relative = not Path(frame.path).is_absolute()
+        ran_in = ran_elsewhere() if is_relative else None
         refusal = (
             f"a relative path, and the traceback's own files ran in {ran_in}, not under this directory"
-            if elsewhere
+            if ran_in
             else _refusal(frame, texts[path]) or installed_package(path)
         )
         if refusal is not None:
@@ -71,7 +74,7 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
             lines.pop(path, None)
         else:
             lines.setdefault(path, []).append(frame.line)
-            if not Path(frame.path).is_absolute():
+            if is_relative:
                 relative[frame.path] = None
     files = {path: tuple(reversed(found)) for path, found in lines.items()}
     taken = tuple(p for p in relative if any(Path(p).resolve() == f for f in files))
@@ -96,13 +99,13 @@ def user_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, ...
 
 
 def _existing(frame: Frame) -> Path | None:
-    """The resolved file of a user frame when one exists here; None for paths no file can have."""
-    path = Path(frame.path)
-    if not frame.is_user or path.suffix != ".py" or LIBRARY_DIRS.intersection(path.parts):
+    """The resolved file of a user frame when one exists here; None for paths no file can have. Tested
+    on the string first: a traceback of thousands of frames names mostly files that are not here."""
+    if not frame.is_user or not frame.path.endswith(".py") or _IN_LIBRARY.search(frame.path):
         return None
-    try:
-        return path.resolve() if path.is_file() else None
-    except (OSError, ValueError):  # a name too long for the system, a NUL byte
+    try:  # isfile is False, not an error, for a name too long for the system or with a NUL byte
+        return Path(frame.path).resolve() if os.path.isfile(frame.path) else None
+    except (OSError, ValueError):
         return None
 
 
