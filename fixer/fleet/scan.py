@@ -66,7 +66,7 @@ class FileScan:
 
     def notices(self) -> tuple[str, ...]:
         """What to tell the user about this file, a line each."""
-        return (f"skipped {self.skipped}",) * bool(self.skipped) + self.slow
+        return ((f"skipped {self.skipped}",) if self.skipped else ()) + self.slow
 
 
 @lru_cache(maxsize=4)
@@ -149,12 +149,12 @@ def scan(
 
 def _gathered(results: Iterable[FileScan], advance: Callable[[], None]) -> tuple[list[Found], list[str]]:
     found: list[Found] = []
-    skipped: list[str] = []
+    notices: dict[str, None] = {}  # each worker names a slow team regex again: said once
     for result in results:
         found += result.found
-        skipped += [notice for notice in result.notices() if notice not in skipped]
+        notices.update(dict.fromkeys(result.notices()))
         advance()
-    return found, skipped
+    return found, list(notices)
 
 
 @dataclass
