@@ -132,8 +132,19 @@ class Searcher(Protocol):
 
 
 BOUND_S = 0.25  # a team entry's regexes' time on one input, all their searches together; a sound one takes µs
-_SPENT: ContextVar[dict[str, float] | None] = ContextVar("fixer_regex_spent", default=None)
 _SLOW: dict[str, str] = {}  # owner -> the pattern that ran out of time: the entry's regexes are skipped from then on
+
+
+@dataclass
+class Reading:
+    """One input's account of the team regexes: the time each entry's have spent on it, and the entries
+    skipped while reading it (each with the regex that ran out), for the user to be told."""
+
+    spent: dict[str, float] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+_READING: ContextVar[Reading | None] = ContextVar("fixer_regex_reading", default=None)
 
 
 class Bounded:
@@ -141,8 +152,9 @@ class Bounded:
     can be slow without them (`(.*a){12}$`, `.*,.*,.*,.*,.*;`), and one careless entry must not stop
     every user of that team's KB. The `regex` module (re's syntax, with a timeout that holds in any
     thread and on any system) runs it. An entry's regexes share BOUND_S on one input; once they have
-    used it, the entry's regexes are skipped for the rest of the process, and `slow()` names the one
-    that ran out. The built-in KB's regexes stay with `re`: CI times them on hostile text."""
+    used it, the entry's regexes are skipped for the rest of the process, and each input's `Reading`
+    names the entries skipped on it, with the regex that ran out. The built-in KB's regexes stay with
+    `re`: CI times them on hostile text."""
 
     def __init__(self, pattern: str, owner: str, *, ignore_case: bool) -> None:
         import regex as engine
@@ -162,22 +174,21 @@ class Bounded:
         return self._run("fullmatch", string)
 
     def _run(self, method: str, *args: object) -> Any:
+        reading = _READING.get() or Reading()  # outside `one_input`, each search has the whole bound
         if self._compiled is None or self.owner in _SLOW:
+            reading.skipped[self.owner] = _SLOW.get(self.owner, self.pattern)
             return None
-        spent = _SPENT.get()
-        if spent is None:  # outside `one_input`: each search has the whole bound
-            spent = {}
-        left = BOUND_S - spent.get(self.owner, 0.0)
+        left = BOUND_S - reading.spent.get(self.owner, 0.0)
         start = time.perf_counter()
         try:
             if left <= 0:
                 raise TimeoutError
             return getattr(self._compiled, method)(*args, timeout=left)
         except TimeoutError:
-            _SLOW[self.owner] = self.pattern
+            _SLOW[self.owner] = reading.skipped[self.owner] = self.pattern
             return None
         finally:
-            spent[self.owner] = spent.get(self.owner, 0.0) + time.perf_counter() - start
+            reading.spent[self.owner] = reading.spent.get(self.owner, 0.0) + time.perf_counter() - start
 
 
 def runs_out(pattern: str, texts: Iterable[str]) -> bool:
@@ -196,18 +207,15 @@ def runs_out(pattern: str, texts: Iterable[str]) -> bool:
 
 
 @contextmanager
-def one_input() -> Iterator[None]:
-    """Each team regex's time bound counts over what is done inside: the reading and ranking of one input."""
-    token = _SPENT.set({})
+def one_input() -> Iterator[Reading]:
+    """Each team entry's time bound counts over what is done inside: the reading and ranking of one
+    input; what it yields says, once done, which entries were skipped on it."""
+    reading = Reading()
+    token = _READING.set(reading)
     try:
-        yield
+        yield reading
     finally:
-        _SPENT.reset(token)
-
-
-def slow() -> dict[str, str]:
-    """The team entries skipped for running out of time, by file, each with the regex that ran out."""
-    return dict(_SLOW)
+        _READING.reset(token)
 
 
 def slow_notice(owner: str, pattern: str) -> str:
@@ -384,6 +392,5 @@ __all__ = [
     "needs",
     "one_input",
     "runs_out",
-    "slow",
     "slow_notice",
 ]

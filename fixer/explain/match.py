@@ -75,12 +75,11 @@ class Matcher:
         self.known_messages = self.index.known
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
-        with literals.one_input():
+        with literals.one_input() as reading:
             tb = parse(text, self.known_messages)
-            if tb is None:
-                return Explanation(None, None, [], literals.slow())
-            evidence = extract(tb, read_code=self.read_code)
-            return Explanation(tb, evidence, self.rank(evidence, top=top), literals.slow())
+            evidence = extract(tb, read_code=self.read_code) if tb is not None else None
+            matches = self.rank(evidence, top=top) if evidence is not None else []
+        return Explanation(tb, evidence, matches, reading.skipped)
 
     def rank(self, evidence: Evidence, *, top: int | None = None) -> list[Match]:
         if evidence.dtype_only:

@@ -24,7 +24,7 @@ from pathlib import Path, PurePath
 
 from fixer import textio
 from fixer.explain.evidence import extract
-from fixer.explain.literals import one_input, slow, slow_notice
+from fixer.explain.literals import one_input, slow_notice
 from fixer.explain.match import Matcher
 from fixer.explain.narrow import settled
 from fixer.explain.normalise import normalise
@@ -79,21 +79,28 @@ def scan_file(path: str, team: tuple[str, ...] = ()) -> FileScan:
     matcher = _matcher(team)
     known = matcher.known_messages
     try:
-        blocks = textio.file_blocks(
-            Path(path), lambda line: _may_be_an_error(line) and bool(known.search(line)), _may_be_an_error
-        )
+        with one_input() as reading:
+            blocks = textio.file_blocks(
+                Path(path), lambda line: _may_be_an_error(line) and bool(known.search(line)), _may_be_an_error
+            )
     except textio.InputError as exc:
         return FileScan([], str(exc))
-    found = [found for block in blocks if (found := _found(path, block, matcher)) is not None]
-    return FileScan(found, slow=tuple(slow_notice(owner, pattern) for owner, pattern in slow().items()))
+    found: list[Found] = []
+    skipped = dict(reading.skipped)
+    for block in blocks:
+        with one_input() as ranking:
+            item = _found(path, block, matcher)
+        skipped.update(ranking.skipped)
+        if item is not None:
+            found.append(item)
+    return FileScan(found, slow=tuple(slow_notice(owner, pattern) for owner, pattern in skipped.items()))
 
 
 def _found(path: str, block: textio.Block, matcher: Matcher) -> Found | None:
-    with one_input():
-        tb = parse(block.text, matcher.known_messages)
-        if tb is None or not (tb.exception or tb.message):
-            return None
-        matches = matcher.rank(extract(tb, read_code=False))
+    tb = parse(block.text, matcher.known_messages)
+    if tb is None or not (tb.exception or tb.message):
+        return None
+    matches = matcher.rank(extract(tb, read_code=False))
     first = matches[0] if matches else None
     line = tb.message.strip().split("\n", 1)[0] if tb.message.strip() else ""
     return Found(
