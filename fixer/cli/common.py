@@ -96,7 +96,7 @@ def _say_skipped(problems: tuple[str, ...], usable: int, root: Path) -> None:
 
 
 def say_slow(slow: dict[str, str]) -> None:
-    """A team regex that ran out of time, named on stderr: the answer came without it."""
+    """Each team entry skipped because a regex of its ran out of time, on stderr: the answer came without it."""
     if slow:
         from fixer.explain.literals import slow_notice
 

@@ -61,7 +61,7 @@ class Explanation:
     traceback: Traceback | None
     evidence: Evidence | None
     matches: list[Match]
-    slow: dict[str, str] = field(default_factory=dict)  # team regexes skipped for time: entry file -> pattern
+    slow: dict[str, str] = field(default_factory=dict)  # team entries skipped for time here: file -> the regex
 
 
 class Matcher:
