@@ -52,7 +52,7 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
     lines: dict[Path, list[int]] = {}
     skipped: dict[Path, Skipped] = {}
     texts: dict[Path, list[str] | None] = {}
-    relative: dict[str, None] = {}
+    relative: dict[str, Path] = {}  # relative paths as printed -> the file here they were read as
     existing: dict[str, Path | None] = {}  # by the path as printed: a stat per file, not per frame
     for frame in reversed(frames):
         if frame.path not in existing:
@@ -75,10 +75,9 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
         else:
             lines.setdefault(path, []).append(frame.line)
             if is_relative:
-                relative[frame.path] = None
+                relative[frame.path] = path
     files = {path: tuple(reversed(found)) for path, found in lines.items()}
-    taken = tuple(p for p in relative if any(Path(p).resolve() == f for f in files))
-    return Located(files, tuple(skipped.values()), taken)
+    return Located(files, tuple(skipped.values()), tuple(p for p, path in relative.items() if path in files))
 
 
 def _ran_elsewhere(frames: tuple[Frame, ...]) -> str | None:
