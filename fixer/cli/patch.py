@@ -82,13 +82,14 @@ def _root(option: str | None) -> Path:
 
 
 def _explain_no_patch(match: Match, files: dict[Path, tuple[int, ...]]) -> None:
+    """On stderr like every other word of patch's: stdout carries diffs only, so that
+    `fixer patch log | git apply` is given nothing, not prose, when there is no diff."""
     from fixer.patching.why_none import why_no_patch
 
     entry = match.entry
-    print(f"fixer: {why_no_patch(entry, files)}")
-    print(f"To fix it by hand ({entry.fix.summary.rstrip('.')}):")
-    for number, step in enumerate(entry.fix.steps, 1):
-        print(f"  {number}. {' '.join(step.split())}")
+    lines = [f"fixer: {why_no_patch(entry, files)}", f"To fix it by hand ({entry.fix.summary.rstrip('.')}):"]
+    lines += [f"  {number}. {' '.join(step.split())}" for number, step in enumerate(entry.fix.steps, 1)]
+    print("\n".join(lines), file=sys.stderr)
 
 
 def _apply(patches: list[Patch], root: Path, *, yes: bool, unsafe: bool) -> int:

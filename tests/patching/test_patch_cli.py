@@ -157,7 +157,26 @@ def test_no_patch_for_a_traceback_from_another_machine():
         [sys.executable, "-m", "fixer", "patch", "-"], input=text, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == NO_MATCH
-    assert "the traceback names no file of yours that is on this machine" in " ".join(result.stdout.split())
+    assert result.stdout == ""
+    assert "the traceback names no file of yours that is on this machine" in " ".join(result.stderr.split())
+
+
+def test_with_no_patch_the_pipe_into_git_apply_is_given_nothing(tmp_path):
+    """`fixer patch log | tee | git apply` with no diff: the pipe carries zero bytes, never fixer's prose."""
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n"
+    )
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    piped = subprocess.run(
+        f"{sys.executable} -m fixer patch {log} 2>/dev/null | tee piped.diff | git apply --allow-empty -",
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+    )
+    assert (tmp_path / "piped.diff").read_bytes() == b""
+    assert piped.returncode == 0, piped.stderr
 
 
 def _patch(path: Path, before: str, after: str) -> Patch:
