@@ -5,14 +5,17 @@ Pattern: on the failing line the code calls a model that an earlier statement mo
 nothing moved: a DataLoader batch, a tokenizer's output, labels. The patch rebinds each of those names to
 its copy on the model's device right before the failing statement (`x = x.to(d)`; for `**batch`, every
 tensor of the mapping), reusing the user's own device expression from the model's move. A bare
-`x.to(d)` statement whose result was thrown away becomes `x = x.to(d)` instead.
+`x.to(d)` statement whose result was thrown away becomes `x = x.to(d)` instead. A batch is moved whole:
+the names unpacked beside a moved one (`for features, target in loader`) move too when later code hands
+them to a call with the model's output (`l1_loss(pred, target)`), or the next line would fail instead.
 
 An eval or predict function that receives the model (`def evaluate(model, loader)`) has no device in
 sight: the model's own device is used, `next(model.parameters()).device`, when the parameter is
 plainly a module (annotated as one, used as one with `.eval()`/`.parameters()`/..., or named so).
 
 Safety, per patch: the values stay the same and only their placement changes, so a patch is safe when
-nothing after the failing statement reads the rebound names; when something does, it now reads the
+nothing after the failing statement reads the rebound names (other than a moved half of the batch
+meeting the model's output); when something does, it now reads the
 device copy (`.numpy()`, Python-side indexing, logging change), and the patch says which name.
 Arguments that are not plainly tensors (numbers, strings, containers, keyword arguments whose origin
 the file does not show) are left alone, and nothing changes without a model whose device is known.
@@ -21,6 +24,7 @@ the file does not show) are left alone, and nothing changes without a model whos
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -29,8 +33,10 @@ from fixer.patching.base import dotted, walk
 from fixer.patching.flow import (
     Before,
     Device,
+    Event,
     PlannedCodemod,
     device_move,
+    free_names,
     keyword,
     literal,
     makes_module,
@@ -88,14 +94,63 @@ class MoveInputsToModelDevice(PlannedCodemod):
             return None
         return cst.parse_expression(f"next({owner}.parameters()).device")
 
-    def _read_later(self, names: set[str], statement: cst.BaseStatement) -> str | None:
-        """A rebound name that code after the failing statement reads, in its function (or module)."""
-        scope: cst.CSTNode = self.enclosing_function(statement) or self._module_of(statement)
-        end = self.get_metadata(PositionProvider, statement).end.line
-        for node in walk(scope):
-            if isinstance(node, cst.Name) and node.value in names and self.line_of(node) > end:
+    def _read_later(self, names: set[str], statement: cst.BaseStatement, expected: set[int]) -> str | None:
+        """A rebound name that code after the failing statement reads, in its function (or module), other
+        than the reads in `expected` (node ids), which want the device copy."""
+        for node in self._following(statement):
+            if isinstance(node, cst.Name) and node.value in names and id(node) not in expected:
                 return node.value
         return None
+
+    def _following(self, statement: cst.BaseStatement) -> Iterator[cst.CSTNode]:
+        """The nodes of the failing statement's function (or module) that come after it, in source order."""
+        scope: cst.CSTNode = self.enclosing_function(statement) or self._module_of(statement)
+        end = self.get_metadata(PositionProvider, statement).end.line
+        return (node for node in walk(scope) if self.line_of(node) > end)
+
+    def _unpacked_with(self, name: str, before: Before, spot: cst.BaseStatement, seen: set[str]) -> list[cst.Name]:
+        """The names unpacked beside `name` from one batch (`for features, target in loader`, `x, y = batch`)
+        that code after the failing statement passes to a call together with the model's output: the
+        other half of the batch, which would fail on the next line. Names that meet the output only
+        elsewhere (file names printed, an enumerate index) stay where they are."""
+        bound = before.binding(name)
+        if bound is None or bound.value is not None:
+            return []
+        packed = _tuple_holding(name, self._unpacking_target(bound))
+        if packed is None:
+            return []
+        paired = {node.value for node in self._paired(spot)}
+        return [
+            sibling
+            for sibling in packed
+            if sibling.value not in seen and sibling.value in paired and _same(before.binding(sibling.value), bound)
+        ]
+
+    def _unpacking_target(self, bound: Event) -> cst.BaseExpression | None:
+        if bound.opens is not None:
+            header = self.parents.get(id(bound.opens))
+            return header.target if isinstance(header, cst.For) else None
+        if isinstance(bound.small, cst.Assign) and len(bound.small.targets) == 1:
+            return bound.small.targets[0].target
+        return None
+
+    def _paired(self, spot: cst.BaseStatement) -> Iterator[cst.Name]:
+        """Bare names passed to a call after the failing statement beside an argument that reads what the
+        failing statement computed (`loss_fn(pred, target)` after `pred = model(features)`), directly or
+        through names assigned from it."""
+        outputs = _assigned(spot)
+        for node in self._following(spot):
+            if isinstance(node, cst.Assign) and free_names(node.value) & outputs:
+                outputs |= {n for target in node.targets for n in _names_in(target.target)}
+            elif isinstance(node, cst.Call) and outputs:
+                reads = [free_names(arg.value) for arg in node.args]
+                for arg, read in zip(node.args, reads, strict=True):
+                    others = set().union(*(r for r in reads if r is not read))
+                    if isinstance(arg.value, cst.Name) and others & outputs:
+                        yield arg.value
+
+    def _paired_reads(self, spot: cst.BaseStatement) -> set[int]:
+        return {id(node) for node in self._paired(spot)}
 
     def _module_of(self, node: cst.CSTNode) -> cst.CSTNode:
         while (parent := self.parents.get(id(node))) is not None:
@@ -161,18 +216,61 @@ class MoveInputsToModelDevice(PlannedCodemod):
             else:
                 moved = device.move(name)
             moves.append(statement(cst.Assign(targets=[cst.AssignTarget(target=name)], value=moved)))
+            for sibling in self._unpacked_with(name.value, before, spot, seen):
+                seen.add(sibling.value)
+                moved_too = cst.Assign(targets=[cst.AssignTarget(target=sibling)], value=device.move(sibling))
+                moves.append(statement(moved_too))
         if not moves and not rebinds:
             return False
         for expr, assign in rebinds:
             self.replace(expr, assign)
         if moves:
             self.insert(("before", spot), *prelude, *moves)
-        later = self._read_later(seen, spot)
+        later = self._read_later(seen, spot, self._paired_reads(spot))
         if later is None:
             self.judge("safe", "only where the inputs live changes, and nothing after the call reads the moved names")
         else:
             self.judge("unsafe", f"code after the call reads `{later}`, which is now the copy on the model's device")
         return True
+
+
+def _same(binding: Event | None, unpacking: Event) -> bool:
+    """The name still holds what the unpacking gave it: nothing rebound it since."""
+    return binding is not None and binding.line == unpacking.line and binding.small is unpacking.small
+
+
+def _tuple_holding(name: str, target: cst.BaseExpression | None) -> list[cst.Name] | None:
+    """The other plain names of the innermost tuple whose element is `name`: `(features, target)` in
+    `step, (features, target)`, not `step`."""
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    names = [e.value for e in target.elements if isinstance(e.value, cst.Name)]
+    if any(n.value == name for n in names):
+        return [n for n in names if n.value != name]
+    for element in target.elements:
+        found = _tuple_holding(name, element.value)
+        if found is not None:
+            return found
+    return None
+
+
+def _assigned(spot: cst.BaseStatement) -> set[str]:
+    """Names the failing statement binds, when it is an assignment (`pred = model(features)`)."""
+    if not isinstance(spot, cst.SimpleStatementLine):
+        return set()
+    return {
+        name
+        for small in spot.body
+        if isinstance(small, (cst.Assign, cst.AnnAssign))
+        for target in (small.targets if isinstance(small, cst.Assign) else [small])
+        for name in _names_in(target.target)
+    }
+
+
+def _names_in(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {name for element in target.elements for name in _names_in(element.value)}
+    return {target.value} if isinstance(target, cst.Name) else set()
 
 
 def _annotated_module(param: cst.Param) -> bool:
