@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from fixer.diagnose.probes import PROBES, how_to_run
 from fixer.kb.schema import Entry
+from fixer.patching.needs import NEEDS
 
 if TYPE_CHECKING:
     from fixer.training import Exercise
@@ -120,7 +121,9 @@ def entry_page(entry: Entry, flavour: Flavour = MATERIAL) -> str:
         flavour.note(kind, title, f"{words} {fix.safety_note.strip()}"),
     ]
     if fix.codemod:
-        parts.append(f"`fixer patch` applies this fix to your code with the `{fix.codemod}` codemod.")
+        need = NEEDS.get(fix.codemod)
+        needs = f" Its rewrite needs {need.text}." if need else ""
+        parts.append(f"`fixer patch` applies this fix to your code with the `{fix.codemod}` codemod.{needs}")
     elif fix.manual_because:
         parts.append(f"No automatic patch: {' '.join(fix.manual_because.split())}")
     examples = []

@@ -25,6 +25,7 @@ from fixer.explain.narrow import Certainty, certainty
 from fixer.explain.parse import Traceback
 from fixer.kb.schema import Entry
 from fixer.output import diff as unified
+from fixer.patching.needs import NEEDS
 
 ColorChoice = Literal["auto", "always", "never"]
 
@@ -162,7 +163,9 @@ def fix_section(entry: Entry) -> Group:
         steps.append(f"{number}. ", style="bold")
         steps.append(" ".join(step.split()) + "\n")
     steps.rstrip()
-    body = Group(_prose(fix.summary), safety, steps)
+    need = NEEDS.get(fix.codemod) if fix.codemod else None
+    needs = [Text(f"fixer patch's rewrite needs {need.text}.")] if need else []
+    body = Group(_prose(fix.summary), safety, steps, *needs)
     return Group(
         Text("How to fix", style="bold cyan"),
         _Indent(body),
@@ -350,6 +353,8 @@ def patch_heading(patch: Patch) -> Text:
     head.append(f"[{_SAFETY_WORDS[patch.applicability]}]", style=_SAFETY_STYLE[patch.applicability])
     for why in patch.why:
         head.append(f"\n  {patch.applicability}: {why}", style=_SAFETY_STYLE[patch.applicability])
+    if patch.needs and patch.needs not in patch.why:
+        head.append(f"\n  {patch.needs}", style="dim")
     return head
 
 

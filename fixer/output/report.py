@@ -84,6 +84,7 @@ class PatchOut:
     why: list[str]  # what makes this patch safe, or what it may change
     summary: str
     diff: str
+    needs: str | None = None  # the torch the rewrite needs; when the project may lack it, why (then unsafe)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +118,7 @@ def patch_out(patch: Patch) -> PatchOut:
         why=list(patch.why),
         summary=patch.summary,
         diff=patch.diff,
+        needs=patch.needs,
     )
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fixer.explain.match import Match
-from fixer.patching import registry
+from fixer.patching import registry, torch_versions
 from fixer.patching.base import Safety, Target, run
+from fixer.patching.needs import NEEDS
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Patch:
     applicability: Safety
     entry: str
     why: tuple[str, ...] = ()  # what makes this patch safe, or what it may change
+    needs: str | None = None  # the torch the rewritten code needs, and what of the project's may lack it
 
     @property
     def digest(self) -> str:
@@ -41,7 +43,9 @@ class Patch:
         except ValueError:
             name = str(self.path).lstrip("/")
         hunks = difflib.unified_diff(_lines(self.before), _lines(self.after), fromfile=f"a/{name}", tofile=f"b/{name}")
-        return "".join(line if line.endswith("\n") else f"{line}\n{_NO_NEWLINE}" for line in hunks)
+        diff = "".join(line if line.endswith("\n") else f"{line}\n{_NO_NEWLINE}" for line in hunks)
+        # A line before `---` is a comment to git apply and patch alike: the need travels with the diff.
+        return f"fixer: this patch {self.needs}\n{diff}" if self.needs and diff else diff
 
 
 _NO_NEWLINE = "\\ No newline at end of file\n"  # the marker git and patch read
@@ -69,5 +73,18 @@ def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
             continue
         edit = run(codemod, before, Target(lines=lines))
         if edit is not None:
-            patches.append(Patch(path, before, edit.code, codemod.id, codemod.summary, edit.safety, match.id, edit.why))
+            patch = Patch(path, before, edit.code, codemod.id, codemod.summary, edit.safety, match.id, edit.why)
+            patches.append(_with_needs(patch))
     return patches
+
+
+def _with_needs(patch: Patch) -> Patch:
+    """A rewrite that needs a newer torch than the project allows says so, and is then unsafe: the
+    code would stop importing wherever the project's declared torch is installed."""
+    need = NEEDS.get(patch.codemod)
+    if need is None:
+        return patch
+    unmet = torch_versions.unmet(need, patch.path)
+    if unmet is None:
+        return replace(patch, needs=f"needs {need.text}")
+    return replace(patch, needs=unmet, applicability="unsafe", why=(*patch.why, unmet))
