@@ -134,8 +134,41 @@ def _dispatch(argv: list[str]) -> int:
             return USAGE
         return explain.explain_text(read_input("-", passthrough=True), top=3, as_json=False, passthrough=True)
     args = parser.parse_args(argv)
+    if args.command == "run":
+        args.command_form, args.args = _script_and_args(argv, args.script, args.args)
     with using_team_kb(args.kb):
         return _run(args, parser)
+
+
+def _script_and_args(argv: list[str], script: str, parsed: list[str]) -> tuple[bool, list[str]]:
+    """Whether `--` came before SCRIPT (`fixer run --fix -- torchrun ...`: a command, not a Python
+    script), and SCRIPT's arguments exactly as given: argparse drops a `--` that follows SCRIPT, which
+    `python SCRIPT -- x` would pass on."""
+    at = next(
+        i for i in range(len(argv) - 1, -1, -1) if argv[i] == script and argv[i + 1 :] in (parsed, ["--", *parsed])
+    )
+    return "--" in argv[argv.index("run") + 1 : at], argv[at + 1 :]
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    if args.fix or args.command_form:
+        from fixer.cli.fix import Options, fix
+
+        if not args.fix:
+            raise CliError("`fixer run -- COMMAND` goes with --fix; to explain a command's error: COMMAND 2>&1 | fixer")
+        root = Path(args.root) if args.root else Path.cwd()
+        if not root.is_dir():
+            raise CliError(f"--root {args.root}: not a directory")
+        diff = Path(args.diff) if args.diff else None
+        options = Options(args.yes, args.unsafe, root, args.rounds, diff, args.color)
+        return fix([args.script, *args.args], not args.command_form, options)
+    if args.yes or args.unsafe or args.root or args.diff:
+        raise CliError("--yes, --unsafe, --root and --diff go with --fix")
+    from fixer.cli.run import run
+
+    return run(args.script, args.args, color=args.color, report=args.report)
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -170,9 +203,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         return diagnose(args)
     if args.command == "run":
-        from fixer.cli.run import run
-
-        return run(args.script, args.args, color=args.color)
+        return _run_command(args)
     if args.command == "scan":
         from fixer.cli.scan import scan
 

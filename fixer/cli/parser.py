@@ -144,9 +144,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="run your script and explain a device error from inside it",
         description="Run SCRIPT with ARGS unchanged (as `python SCRIPT ARGS` would), watching which module "
         "is running. If a device error escapes, say which module failed and where its tensors and inputs "
-        "were, then explain it and propose the patch. Exits with the script's own exit code.",
+        "were, then explain it and propose the patch. Exits with the script's own exit code.\n\n"
+        "With --fix: patch and run again, round after round, until the script passes, the same error "
+        "comes back or no patch is left; each round's patch is written only with your consent (or --yes). "
+        "It ends with the rounds as one diff; `fixer patch --revert` undoes them all. "
+        "`fixer run --fix -- COMMAND ...` does the same for any command (torchrun, accelerate launch, "
+        "a shell script), reading the error from its stderr.",
+        epilog="exit status: the script's (or command's) own, from its last run: with --fix, 0 once it passes.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    run.add_argument("--fix", action="store_true", help="patch, run again, repeat (see above)")
+    run.add_argument("--yes", action="store_true", help="with --fix: write each round's patch without asking")
+    run.add_argument("--unsafe", action="store_true", help="with --fix: also write patches marked unsafe")
+    run.add_argument(
+        "--root", metavar="DIR", help="with --fix: the project whose files may be written (default: the current one)"
+    )
+    run.add_argument(
+        "--rounds", type=_positive, default=10, metavar="N", help="with --fix: run at most N times (default 10)"
+    )
+    run.add_argument("--diff", metavar="FILE", help="with --fix: also write the combined diff to FILE, byte for byte")
+    run.add_argument("--report", metavar="FILE", help=argparse.SUPPRESS)  # a --fix round's process reports here
+    run.add_argument("script", metavar="SCRIPT", help="the Python script to run (or, after --, any command)")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
 
     show = commands.add_parser(

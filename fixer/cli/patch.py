@@ -101,7 +101,7 @@ def _apply(patches: list[Patch], root: Path, *, yes: bool, unsafe: bool) -> int:
         print(f"fixer: {skipped} unsafe patch(es) not applied; review them and pass --unsafe", file=sys.stderr)
     if not chosen:
         return NOT_APPLIED
-    if not yes and not _consent(chosen):
+    if not yes and not consent(chosen):
         print("fixer: nothing written", file=sys.stderr)
         return NOT_APPLIED
     written: list[Patch] = []
@@ -145,7 +145,7 @@ def revert(args: argparse.Namespace) -> int:
         undo = [written.undo() for written in record.written]
     except journal.Unrevertable as exc:
         raise CliError(str(exc), NOT_APPLIED) from None
-    if not args.yes and not _consent(undo):
+    if not args.yes and not consent(undo):
         print("fixer: nothing written", file=sys.stderr)
         return NOT_APPLIED
     for patch in undo:
@@ -159,7 +159,7 @@ def revert(args: argparse.Namespace) -> int:
     return OK
 
 
-def _consent(patches: list[Patch]) -> bool:
+def consent(patches: list[Patch]) -> bool:
     """Ask on the terminal itself: stdin may be the piped traceback. Unbuffered bytes, because a
     terminal cannot seek and a text wrapper over a read-write file insists on it."""
     names = ", ".join(str(p.path) for p in patches)

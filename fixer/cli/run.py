@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -27,14 +28,61 @@ if TYPE_CHECKING:
     from fixer.runner import Outcome
 
 
-def run(script: str, script_args: list[str], color: ColorChoice = "auto") -> int:
-    """The script's own exit status, whatever fixer's report after it meets."""
+def run(script: str, script_args: list[str], color: ColorChoice = "auto", report: str | None = None) -> int:
+    """The script's own exit status, whatever fixer's report after it meets. With `report`, what the
+    failing process showed goes to that file as JSON instead of to the terminal: `fixer run --fix`
+    runs each round in a fresh process this way and explains it itself."""
     if not Path(script).is_file():
         raise CliError(f"{script}: no such file")
     outcome, wait = _ran(script, script_args)
-    if not outcome.interrupted and (outcome.text is not None or wait is not None):
+    if report is not None:
+        _write_report(outcome, Path(report))
+    elif not outcome.interrupted and (outcome.text is not None or wait is not None):
         _report(outcome, wait, color)
     return outcome.code
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a failing `fixer run --report` process showed, read back by the process that started it."""
+
+    text: str
+    culprit: str | None
+    findings: tuple[Finding, ...]
+
+
+def _write_report(outcome: Outcome, path: Path) -> None:
+    """Only a failure leaves a report; fixer failing here is one line, and the round then reads the
+    script's exit status alone."""
+    from fixer.cli import _internal_error
+
+    if outcome.text is None or outcome.interrupted:
+        return
+    try:
+        findings = (*outcome.findings, *_machine_findings(outcome.text))
+        body = {
+            "text": outcome.text,
+            "culprit": outcome.culprit.describe() if outcome.culprit is not None else None,
+            "findings": [
+                {"probe": f.probe, "verdict": f.verdict, "summary": f.summary, "entries": list(f.entries)}
+                for f in findings
+            ],
+        }
+        path.write_text(json.dumps(body), encoding="utf-8")
+    except Exception as exc:
+        _internal_error(exc)
+
+
+def read_report(path: Path) -> Seen | None:
+    """The report a round's process left, or None when it left none (it passed, or died first)."""
+    from fixer.diagnose.findings import Finding
+
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+        findings = tuple(Finding(f["probe"], f["verdict"], f["summary"], tuple(f["entries"])) for f in body["findings"])
+        return Seen(body["text"], body["culprit"], findings)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _ran(script: str, script_args: list[str]) -> tuple[Outcome, timedelta | None]:
@@ -102,7 +150,7 @@ def _explain(outcome: Outcome, color: ColorChoice) -> None:
     out = render.console(stderr=True, color=color)
     if outcome.culprit is not None:  # module paths and class names are the user's text, not markup
         out.print(f"[bold]fixer:[/bold] the failing module was {escape(outcome.culprit.describe())}")
-    result = _explained(Matcher(catalog()), outcome.text, outcome.findings)
+    result = explained(Matcher(catalog()), outcome.text, outcome.findings)
     if result.matches:
         out.print(_explanation_view(result))
 
@@ -124,7 +172,7 @@ def _machine_findings(text: str) -> list[Finding]:
     return environment_findings(facts, extract(tb) if tb is not None else None, this_process=True)
 
 
-def _explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Explanation:
+def explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Explanation:
     """The traceback's ranking, re-ranked with what the failing process showed: the failing module, the
     objects in its frames (observed, so they weigh most), then the machine (as `diagnose` weighs it)."""
     result = matcher.explain(text)
@@ -168,13 +216,13 @@ def _report_ranks(outcome: Outcome, wait: timedelta, color: ColorChoice) -> None
 
     cause = None
     if outcome.text is not None:
-        matches = _explained(matcher(), outcome.text, outcome.findings).matches
+        matches = explained(matcher(), outcome.text, outcome.findings).matches
         cause = matches[0].id if matches else None
     report = ranks.local_report(outcome, cause, os.environ)
 
     def explain(other: RankReport) -> Group | None:
         assert other.text is not None  # combine explains failed ranks only
-        result = _explained(matcher(), other.text, other.findings)
+        result = explained(matcher(), other.text, other.findings)
         return _explanation_view(result) if result.matches else None
 
     out = render.console(stderr=True, color=color)

@@ -78,6 +78,15 @@ def record(patches: list[Patch], root: Path) -> Path:
     return path
 
 
+def rerecord(previous: Path | None, patches: list[Patch], root: Path) -> Path:
+    """Record `patches` in place of the record `previous`: a series of rounds keeps one record, from
+    each file's text before the first round, so that one `--revert` undoes all of them."""
+    written = record(patches, root)
+    if previous is not None:
+        previous.unlink(missing_ok=True)
+    return written
+
+
 def latest(root: Path) -> Record | None:
     """The newest record of this project, or None; records that cannot be read are passed over."""
     folder, project = directory(), str(root.resolve())
