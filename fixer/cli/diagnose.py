@@ -20,7 +20,7 @@ TOP = 3
 
 
 def diagnose(args: argparse.Namespace) -> int:
-    from fixer.diagnose.environment import environment_findings, read_machine
+    from fixer.diagnose.environment import environment_findings, read_machine, undecided
     from fixer.diagnose.rerank import rerank
     from fixer.textio import file_problem
 
@@ -33,9 +33,15 @@ def diagnose(args: argparse.Namespace) -> int:
     evidence = result.evidence if result is not None else None
     with status("checking this machine (importing torch in a child process)"):
         machine = read_machine()
-    elsewhere = result is not None and result.traceback is not None and _from_elsewhere(result.traceback)
-    findings = environment_findings(machine, evidence, elsewhere=elsewhere)
-    facts = machine if isinstance(machine, dict) else None
+    origin = None
+    if result is not None and result.traceback is not None:
+        from fixer.diagnose.provenance import provenance
+
+        origin = provenance(result.traceback, machine.get("torch_dir") if isinstance(machine, dict) else None)
+    findings = environment_findings(machine, evidence, origin=origin)
+    # The files given are read either way; what they mean next to this machine's devices counts only
+    # when the machine decides, as for its own facts.
+    facts = machine if isinstance(machine, dict) and undecided(machine, evidence, origin) is None else None
     if args.checkpoint:
         from fixer.diagnose.checkpoint import checkpoint_findings
 
@@ -99,19 +105,6 @@ def _unchecked(matches: list[Match], findings: list[Finding]) -> dict[str, str]:
             if probe is not None and probe_id not in ran and probe_id not in skipped:
                 skipped[probe_id] = f"{probe.looks_at}: {RUNS_IN[probe.where]}"
     return skipped
-
-
-def _from_elsewhere(tb: Traceback) -> bool:
-    """The traceback names files and not one of them is on this machine: it was pasted from another."""
-    paths = [Path(frame.path) for frame in tb.all_frames if frame.path.endswith(".py")]
-    return bool(paths) and not any(_exists(path) for path in paths)
-
-
-def _exists(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
 
 
 def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, str]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fixer.diagnose.findings import Finding, Verdict
+from fixer.diagnose.provenance import Provenance
 from fixer.explain.evidence import Evidence
 
 TIMEOUT_S = 60
@@ -53,44 +54,55 @@ def environment_findings(
     facts: dict[str, Any] | str,
     evidence: Evidence | None = None,
     *,
-    elsewhere: bool = False,
+    origin: Provenance | None = None,
     this_process: bool = False,
 ) -> list[Finding]:
     """Verdicts from the machine's facts (or why they could not be read), sharpened by what the
-    traceback names when there is one. `elsewhere`: the traceback came from another machine (none of
-    its files is here). A traceback that shows a tensor on a device this machine does not have came
-    from another machine too, unless it was raised in `this_process` (`fixer run`, the hooks), where a
-    stand-in (FakeTensorMode) can show one. Facts about another machine's error confirm and rule out
-    nothing: they are context."""
-    findings = _verdicts(facts, evidence, elsewhere=elsewhere and not this_process)
+    traceback names when there is one. `origin`: whether that traceback was shown to be produced here
+    (None: there is none). A traceback raised in `this_process` (`fixer run`, the hooks) was; one that
+    puts a tensor on a device this machine lacks was not, unless raised in this process, where a
+    stand-in (FakeTensorMode) can show one. About a traceback not shown to be produced here, the facts
+    confirm and rule out nothing: they are said as this machine's, with why they decide nothing."""
+    elsewhere = origin is not None and not origin.here and not this_process
+    findings = _verdicts(facts, evidence, elsewhere=elsewhere)
     if isinstance(facts, str) or this_process:
         return findings
-    if not (elsewhere or _shows_a_device_missing_here(facts, evidence)):
+    why = undecided(facts, evidence, origin)
+    if why is None:
         return findings
-    return [_as_context(finding) for finding in findings]
+    return [_as_context(finding, why) for finding in findings]
 
 
-def _shows_a_device_missing_here(facts: dict[str, Any], evidence: Evidence | None) -> bool:
+def undecided(facts: dict[str, Any], evidence: Evidence | None, origin: Provenance | None) -> str | None:
+    """Why this machine's facts cannot decide between the traceback's causes; None when they can
+    (no traceback, or one shown to be produced here on devices this machine has)."""
+    if origin is not None and not origin.here:
+        return origin.why
+    return _device_missing_here(facts, evidence)
+
+
+def _device_missing_here(facts: dict[str, Any], evidence: Evidence | None) -> str | None:
     """A tensor the message puts on `cuda:3` (or MPS) lived where the error happened: a machine without
     that device is not the one. Messages about a device that is missing name none (`invalid device
     ordinal`, `deserialize object on CUDA device 2`), and neither do the stand-ins (meta) count."""
     if evidence is None or not facts.get("torch"):
-        return False
+        return None
     count = int(facts.get("device_count") or 0) if facts.get("cuda_available") else 0
     for device in evidence.devices:
         kind, _, ordinal = device.lower().removeprefix("torch.").partition(":")
         if kind.startswith("cuda") and (count == 0 or (ordinal.isdigit() and int(ordinal) >= count)):
-            return True
+            return f"the error shows a tensor on {device}, which this machine does not have"
         if kind == "mps" and not facts.get("mps_available"):
-            return True
-    return False
+            return "the error shows a tensor on MPS, which this machine does not have"
+    return None
 
 
-def _as_context(finding: Finding) -> Finding:
-    if finding.verdict not in ("confirms", "rules-out"):
+def _as_context(finding: Finding, why: str) -> Finding:
+    """This machine's fact, said as one, with no verdict on the traceback's causes."""
+    if finding.verdict == "could-not-check":
         return finding
-    why = f"{finding.summary} (a fact about this machine; the traceback comes from another, so it decides nothing)"
-    return Finding(finding.probe, "info", why, finding.entries, finding.facts)
+    said = f"on this machine: {finding.summary} (decides nothing: {why})"
+    return Finding(finding.probe, "info", said, finding.entries, finding.facts)
 
 
 def _verdicts(facts: dict[str, Any] | str, evidence: Evidence | None, *, elsewhere: bool) -> list[Finding]:
@@ -106,7 +118,7 @@ def _verdicts(facts: dict[str, Any] | str, evidence: Evidence | None, *, elsewhe
     ordinals = sorted(_ordinals(evidence))
     return [
         Finding("env-torch-build", "info", f"torch {facts['torch']} ({build}); {count} GPU(s) usable", facts=facts),
-        *_torch_build(facts, build),
+        *_torch_build(facts, build, evidence),
         *_cuda(facts, count, ordinals),
         *_visible_devices(facts, ordinals),
         *_distributed(facts, count),
@@ -141,7 +153,10 @@ def _torch_version(facts: dict[str, Any], evidence: Evidence | None) -> list[Fin
             "counters on the CPU after a CPU-mapped checkpoint (pytorch#103256): upgrade, or move them after loading"
         )
         return [Finding("env-torch-version", "confirms", why, entry)]
-    why = f"torch {facts['torch']} moves fused step counters on load; the state was left apart by the code's order"
+    why = (
+        f"torch {facts['torch']} moves fused step counters on load (fixed in 2.1, pytorch#103256): under it, "
+        "counters found apart were left there by the code's order"
+    )
     return [Finding("env-torch-version", "info", why, entry)]
 
 
@@ -157,23 +172,29 @@ def _ordinals(evidence: Evidence | None) -> set[int]:
     return {int(a or b) for a, b in _ORDINAL.findall(text)}
 
 
-def _torch_build(facts: dict[str, Any], build: str) -> list[Finding]:
+def _torch_build(facts: dict[str, Any], build: str, evidence: Evidence | None) -> list[Finding]:
+    """A CPU-only build is the mechanism of "not compiled with CUDA" only for code that asked for CUDA:
+    about an error between meta and the CPU it is a fact, not a verdict."""
     cpu_only = not facts.get("cuda_build") and not facts.get("hip_build")
     why = "this PyTorch build has no CUDA support" if cpu_only else f"this PyTorch build supports {build}"
-    return [Finding("env-torch-build", "confirms" if cpu_only else "rules-out", why, ("torch-not-compiled-with-cuda",))]
+    verdict: Verdict = "rules-out" if not cpu_only else "confirms" if _asks_for_cuda(evidence) else "info"
+    return [Finding("env-torch-build", verdict, why, ("torch-not-compiled-with-cuda",))]
+
+
+def _asks_for_cuda(evidence: Evidence | None) -> bool:
+    """No traceback (a check of the machine alone), or one whose error involves CUDA."""
+    if evidence is None:
+        return True
+    return any("cuda" in d.lower() for d in evidence.devices) or any("cuda" in m.lower() for m in evidence.messages)
 
 
 def _cuda(facts: dict[str, Any], count: int, ordinals: list[int]) -> list[Finding]:
     if not facts.get("cuda_available"):
-        return [
-            Finding(
-                "env-cuda",
-                "confirms",
-                "CUDA is not usable here, so tensors saved on a GPU cannot be loaded back onto one",
-                ("torch-load-without-map-location",),
-                {"cuda_available": False},
-            )
-        ]
+        why = (
+            "CUDA is not usable here: a checkpoint saved on a GPU loads here only with map_location (whether one "
+            "was loaded without it, the checkpoint and the code tell: `--checkpoint`)"
+        )
+        return [Finding("env-cuda", "info", why, ("torch-load-without-map-location",), {"cuda_available": False})]
     names = ", ".join(facts.get("devices") or [])
     findings = [Finding("env-cuda", "info", f"{count} GPU(s): {names}", facts={"devices": facts.get("devices")})]
     if ordinals and max(ordinals) >= count:

@@ -35,6 +35,7 @@ def collect() -> dict[str, Any]:
     return {
         **facts,
         "torch": torch.__version__,
+        "torch_dir": os.path.dirname(torch.__file__),  # whose torch a traceback's frames are
         "cuda_build": torch.version.cuda,
         "hip_build": getattr(torch.version, "hip", None),
         "cuda_available": available,

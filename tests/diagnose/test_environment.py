@@ -10,6 +10,7 @@ import pytest
 
 from fixer.diagnose.environment import environment_findings, read_machine
 from fixer.diagnose.probes import PROBES
+from fixer.diagnose.provenance import Provenance
 
 # https://github.com/ZQPei/deep_sort_pytorch/issues/51
 ORDINAL = (
@@ -139,7 +140,7 @@ def test_a_traceback_from_another_machine_is_not_ruled_out_by_what_this_one_lack
     lacking = {**here, "libraries": {}}
     ruled_here = {e for f in environment_findings(lacking) if f.verdict == "rules-out" for e in f.entries}
     assert {"accelerate-hooks-conflict", "bnb-quantized-model-to", "keras-torch-dataparallel"} <= ruled_here
-    elsewhere = environment_findings(lacking, elsewhere=True)
+    elsewhere = environment_findings(lacking, origin=Provenance(False, "none of the traceback's files is here"))
     assert not {
         e
         for f in elsewhere
@@ -166,7 +167,8 @@ def test_a_cpu_machine_confirms_nothing_about_an_error_that_ran_on_a_gpu(here, m
     decided = [(f.probe, f.verdict, f.entries) for f in findings if f.verdict in ("confirms", "rules-out")]
     assert decided == []
     build = next(f for f in findings if "torch-not-compiled-with-cuda" in f.entries)
-    assert build.verdict == "info" and "the traceback comes from another" in build.summary
+    assert build.verdict == "info" and build.summary.startswith("on this machine: ")
+    assert "decides nothing: the error shows a tensor on cuda:0, which this machine does not have" in build.summary
 
 
 def test_a_cpu_machine_confirms_the_causes_that_are_about_it(here, matcher):
