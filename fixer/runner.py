@@ -30,11 +30,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.fx import GraphModule
 
 from fixer import textio
 from fixer.diagnose.findings import Finding
 from fixer.diagnose.live import probe_failure
-from fixer.diagnose.objects import guarded
+from fixer.diagnose.objects import guarded, hook_device
 
 INTERRUPTED = 130  # what a shell reports for a process that SIGINT ended
 
@@ -51,7 +52,9 @@ class Culprit:
     registered: bool = True  # False for a layer the model calls but keeps in a plain list or dict
     loss: bool = False
     hook_device: str | None = None  # where an accelerate hook on the module runs it, when one does
+    hook_offloads: bool = False  # the hook keeps the weights on meta between calls
     plain: dict[str, str] = field(default_factory=dict)  # tensors kept as plain attributes: .to() skips them
+    graph: bool = False  # a traced or exported module: its graph's own device arguments are probed apart
 
     def describe(self) -> str:
         held = {**self.own, **{f"plain attribute {name}": device for name, device in self.plain.items()}}
@@ -85,17 +88,11 @@ class _Watch:
         main = counts.most_common(1)[0][0] if counts and module is not root else None
         loss = isinstance(module, nn.modules.loss._Loss)
         plain = {name: str(value.device) for name, value in vars(module).items() if isinstance(value, torch.Tensor)}
-        return Culprit(path, type(module).__name__, own, inputs, main, registered, loss, _hook_device(module), plain)
-
-
-def _hook_device(module: nn.Module) -> str | None:
-    """The execution device of accelerate's hook on the module (`_hf_hook`, or one of a SequentialHook's)."""
-    hook = getattr(module, "_hf_hook", None)
-    for candidate in (hook, *getattr(hook, "hooks", ())):
-        device = getattr(candidate, "execution_device", None)
-        if device is not None:
-            return str(torch.device(device) if isinstance(device, int | str) else device)
-    return None
+        hook, offloads = hook_device(module) or (None, False)
+        return Culprit(
+            path, type(module).__name__, own, inputs, main, registered, loss, hook, offloads, plain,
+            graph=isinstance(module, GraphModule),
+        )  # fmt: skip
 
 
 def _path_in(root: nn.Module, module: nn.Module) -> tuple[str, bool]:
@@ -118,7 +115,7 @@ def culprit_findings(culprit: Culprit) -> list[Finding]:
     a late-added layer, or inputs that were never moved."""
     own, inputs, model = set(culprit.own.values()), set(culprit.inputs.values()), culprit.model_device
     if culprit.hook_device is not None:
-        return _hook_findings(culprit, own - {"meta"}, inputs)  # offloaded weights wait on meta for the hook
+        return _hook_findings(culprit, own - {"meta"} if culprit.hook_offloads else own, inputs)
     if culprit.loss and own and inputs and own != inputs:
         kept, given = ", ".join(sorted(own)), ", ".join(sorted(inputs))
         why = f"the loss ({culprit.kind}) keeps tensors on {kept}, its inputs are on {given}"
@@ -143,7 +140,7 @@ def culprit_findings(culprit: Culprit) -> list[Finding]:
         kind = "a plain attribute" if len(stray) == 1 else "plain attributes"
         why = f"`{culprit.path}` keeps {kept} as {kind}, which .to() skips; the rest is on {', '.join(sorted(where))}"
         return [Finding("module-plain-tensor-attributes", "confirms", why, ("plain-tensor-attribute",))]
-    if len(where) == 1 and inputs:
+    if len(where) == 1 and inputs and not culprit.graph:  # a graph's tensors come from its device arguments
         why = (
             f"everything `{culprit.path}` holds or is given is on {next(iter(where))}, yet its forward met another "
             "device: a tensor it made while running"

@@ -379,3 +379,30 @@ def test_an_empty_knowledge_base_is_unusable_exit_2(tmp_path, monkeypatch, capsy
     assert (
         capsys.readouterr().err == f"fixer: the knowledge base at {tmp_path} has no usable entry; run `fixer kb lint`\n"
     )
+
+
+MACHINE_READABLE = [
+    ("explain", "--json", "crash.log"),
+    ("patch", "--json", "crash.log"),
+    ("diagnose", "--json", "--traceback", "crash.log"),
+    ("scan", "--json", "logs"),
+    ("list", "--json"),
+    ("show", "--json", "optimizer-state-after-resume"),
+    ("train", "--json", "--count", "2"),
+    ("kb", "lint", "--json"),
+    ("kb", "stats", "--json"),
+    ("export", "--format", "json", "-o", "-"),
+]
+
+
+@pytest.mark.parametrize("args", MACHINE_READABLE, ids=[" ".join(a[:2]) for a in MACHINE_READABLE])
+def test_a_machine_readable_result_is_all_that_stdout_carries(tmp_path, args):
+    """Warnings, progress and advice go to stderr, so `fixer ... | jq` always reads one document."""
+    (tmp_path / "logs").mkdir()
+    for where in (tmp_path / "crash.log", tmp_path / "logs" / "job.log"):
+        where.write_text("epoch 3\n" + VAR)
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", *args], cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False
+    )
+    assert done.returncode in (OK, NO_MATCH), done.stderr
+    json.loads(done.stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from fixer.diagnose.probes import PROBES
 from fixer.runner import run
@@ -397,3 +399,73 @@ def test_an_accelerate_hook_is_compared_with_its_modules_weights(tmp_path: Path)
     (finding,) = [f for f in outcome.findings if f.probe == "accelerate-hooks" and f.verdict == "confirms"]
     assert finding.entries == ("accelerate-hooks-conflict",)
     assert "runs `<model>` on meta, but its weights are on cpu" in finding.summary
+
+
+# A model dispatched as accelerate dispatches it, a hook per layer running it on the CPU with its weights
+# there (no offload), then moved whole by the script, to meta standing in for another device; the
+# input is where the first hook would have moved it.
+DISPATCHED_THEN_MOVED = """\
+import torch
+
+class AlignDevicesHook:
+    execution_device = torch.device("cpu")
+    offload = False
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+for layer in model:
+    layer._hf_hook = AlignDevicesHook()
+model.to("meta")  # moved after dispatch
+model(torch.randn(3, 4))
+"""
+# An exported program traced on the CPU (its arange keeps device=cpu), moved to the stand-in with .to().
+EXPORTED_THEN_MOVED = (
+    Path(__file__).parent / "patching" / "fixtures" / "exported-program-move-to-device-pass"
+    / "loaded_program_moved_with_to.in.py"
+).read_text()  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("source", "cause", "compared"),
+    [
+        (DISPATCHED_THEN_MOVED, "accelerate-hooks-conflict", "runs `0` on cpu, but its weights are on meta"),
+        (EXPORTED_THEN_MOVED, "exported-program-hardcoded-device", "passes cpu at arange as device arguments"),
+    ],
+    ids=["accelerate-moved-after-dispatch", "exported-program-moved"],
+)
+def test_fixer_run_ranks_by_the_devices_it_compared(tmp_path: Path, source: str, cause: str, compared: str) -> None:
+    from conftest import first_causes
+
+    script = tmp_path / "serve.py"
+    script.write_text(source)
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "run", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "300", "NO_COLOR": "1"},
+        check=False,
+    )
+    assert first_causes(done.stderr)[:1] == [cause], done.stderr[-3000:]
+    why = done.stderr[done.stderr.index("Why fixer thinks so") :].split("\n\n", 1)[0]
+    assert any(compared in line and line.endswith("(+70)") for line in why.splitlines()), why
+    others = done.stderr[done.stderr.index("Other candidates") :].splitlines()[2:3]
+    assert others and int(others[0].split()[0]) < 70, others  # no tie with a cause nothing compared
+
+
+def test_hooks_whose_weights_sit_on_their_devices_rule_the_conflict_out() -> None:
+    from fixer.diagnose.objects import library_state
+
+    class AlignDevicesHook:
+        execution_device = torch.device("cpu")
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    for layer in model:
+        layer._hf_hook = AlignDevicesHook()
+    (finding,) = library_state(model)
+    assert (finding.verdict, finding.entries) == ("rules-out", ("accelerate-hooks-conflict",))
+    model[1].to("meta")
+    (moved,) = library_state(model)
+    assert moved.verdict == "confirms" and "`1` runs on cpu, weights on meta" in moved.summary
+    model[1]._hf_hook = type("AlignDevicesHook", (), {"execution_device": torch.device("cpu"), "offload": True})()
+    offloaded = library_state(model)  # an offloading hook's weights wait on meta: not a conflict
+    assert [f.verdict for f in offloaded] == ["rules-out"]

@@ -24,6 +24,7 @@ TIMEOUT_S = 60
 _ORDINAL = re.compile(r"\bcuda:(\d+)|\bCUDA device (\d+)\b")
 _ORDINAL_ENTRIES = ("hardcoded-device-ordinal", "torch-load-missing-ordinal", "more-ranks-than-gpus")
 _MULTI_GPU_ENTRIES = ("dataparallel-params-not-on-device0", "keras-torch-dataparallel")
+_DESERIALIZED_ON_CUDA = re.compile(r"deserialize object on (?:a )?CUDA device", re.I)
 _KERAS_WRAPPER = re.compile(r"Exception encountered when calling \w+\.call\(\)")
 _ACCELERATE_ENTRIES = ("accelerate-hooks-conflict", "accelerate-offloaded-model-moved", "device-map-auto-split")
 
@@ -119,7 +120,7 @@ def _verdicts(facts: dict[str, Any] | str, evidence: Evidence | None, *, elsewhe
     return [
         Finding("env-torch-build", "info", f"torch {facts['torch']} ({build}); {count} GPU(s) usable", facts=facts),
         *_torch_build(facts, build, evidence),
-        *_cuda(facts, count, ordinals),
+        *_cuda(facts, count, ordinals, evidence),
         *_visible_devices(facts, ordinals),
         *_distributed(facts, count),
         *_mps(facts),
@@ -188,13 +189,18 @@ def _asks_for_cuda(evidence: Evidence | None) -> bool:
     return any("cuda" in d.lower() for d in evidence.devices) or any("cuda" in m.lower() for m in evidence.messages)
 
 
-def _cuda(facts: dict[str, Any], count: int, ordinals: list[int]) -> list[Finding]:
+def _cuda(facts: dict[str, Any], count: int, ordinals: list[int], evidence: Evidence | None) -> list[Finding]:
+    """No CUDA here confirms a load without map_location only for an error that shows such a load (the
+    deserializer's own message); for any other error it is a fact about the machine."""
     if not facts.get("cuda_available"):
+        loaded = evidence is not None and any(_DESERIALIZED_ON_CUDA.search(m) for m in evidence.messages)
         why = (
-            "CUDA is not usable here: a checkpoint saved on a GPU loads here only with map_location (whether one "
-            "was loaded without it, the checkpoint and the code tell: `--checkpoint`)"
+            "CUDA is not usable here, so tensors saved on a GPU cannot be loaded back onto one"
+            if loaded
+            else "CUDA is not usable here: a checkpoint saved on a GPU loads here only with map_location"
         )
-        return [Finding("env-cuda", "info", why, ("torch-load-without-map-location",), {"cuda_available": False})]
+        verdict: Verdict = "confirms" if loaded else "info"
+        return [Finding("env-cuda", verdict, why, ("torch-load-without-map-location",), {"cuda_available": False})]
     names = ", ".join(facts.get("devices") or [])
     findings = [Finding("env-cuda", "info", f"{count} GPU(s): {names}", facts={"devices": facts.get("devices")})]
     if ordinals and max(ordinals) >= count:

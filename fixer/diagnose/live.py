@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.fx import GraphModule
 from torch.utils.data import DataLoader
 
 import fixer
@@ -264,6 +265,9 @@ def probe_frame_tensors(exc: BaseException) -> list[Finding]:
         module, device, stray = made
         listed = ", ".join(f"`{k}` on {v}" for k, v in stray.items())
         why = f"{module}'s forward made {listed} while its weights and inputs are on {device}"
+        if isinstance(step.frame.f_locals.get("self"), GraphModule):  # generated code: the device was traced in
+            why += ", where its graph was traced to make them"
+            return [Finding("frame-tensor-devices", "confirms", why, ("exported-program-hardcoded-device",), facts)]
         return [Finding("frame-tensor-devices", "confirms", why, ("tensor-created-without-device",), facts)]
     if not tensors:
         return [Finding("frame-tensor-devices", "info", f"no tensors in your failing frame ({where})", facts=facts)]

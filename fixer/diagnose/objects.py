@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.fx import GraphModule
 from torch.utils.data import RandomSampler, SubsetRandomSampler
 
 from fixer.diagnose.findings import Finding
@@ -221,22 +222,7 @@ def batch_devices(batch: Any, model: nn.Module | None) -> list[Finding]:
 
 def library_state(model: nn.Module) -> list[Finding]:
     """accelerate hooks, a transformers device map, bitsandbytes quantization: who else places tensors."""
-    findings = []
-    hooked = {
-        path: str(getattr(m._hf_hook, "execution_device", "?"))
-        for path, m in model.named_modules()
-        if hasattr(m, "_hf_hook")
-    }
-    if hooked:
-        findings.append(
-            Finding(
-                "accelerate-hooks",
-                "confirms",
-                f"{len(hooked)} module(s) carry accelerate hooks that move tensors on each call",
-                ("accelerate-hooks-conflict",),
-                {"hooks": hooked},
-            )
-        )
+    findings = _hook_devices(model)
     device_map = getattr(model, "hf_device_map", None)
     if isinstance(device_map, dict) and len(set(map(str, device_map.values()))) > 1:
         findings.append(
@@ -392,6 +378,87 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
+def _hook_devices(model: nn.Module) -> list[Finding]:
+    """Each accelerate hook's execution device against its own module's weights: hooks are how
+    accelerate works, so their presence decides nothing; a hooked module whose weights something else
+    moved off the hook's device (an offloading hook's wait on meta) is the conflict."""
+    hooks: dict[str, str] = {}
+    apart: dict[str, str] = {}
+    for path, module in model.named_modules():
+        hooked = hook_device(module)
+        if hooked is None:
+            continue
+        runs_on, offloads = hooked
+        hooks[path or "<model>"] = runs_on
+        own = {str(t.device) for t in (*module.parameters(recurse=False), *module.buffers(recurse=False))}
+        own -= {"meta"} if offloads else set()
+        if own and not all(_same_device(d, runs_on) for d in own):
+            apart[path or "<model>"] = f"runs on {runs_on}, weights on {', '.join(sorted(own))}"
+    if not hooks:
+        return []
+    facts = {"hooks": hooks, "apart": apart}
+    if apart:
+        shown = "; ".join(f"`{path}` {where}" for path, where in list(apart.items())[:3])
+        why = f"accelerate's hooks and the weights disagree: {shown}"
+        return [Finding("accelerate-hooks", "confirms", why, ("accelerate-hooks-conflict",), facts)]
+    why = f"{len(hooks)} module(s) carry accelerate hooks, and each one's weights are on its hook's device"
+    return [Finding("accelerate-hooks", "rules-out", why, ("accelerate-hooks-conflict",), facts)]
+
+
+def hook_device(module: nn.Module) -> tuple[str, bool] | None:
+    """The execution device of accelerate's hook on the module (`_hf_hook`, or one of a SequentialHook's),
+    and whether it offloads the weights (they then wait on meta until each call loads them)."""
+    hook = getattr(module, "_hf_hook", None)
+    for candidate in (hook, *getattr(hook, "hooks", ())):
+        device = getattr(candidate, "execution_device", None)
+        if device is not None:
+            runs_on = str(torch.device(device) if isinstance(device, int | str) else device)
+            return runs_on, bool(getattr(candidate, "offload", False))
+    return None
+
+
+def _same_device(a: str, b: str) -> bool:
+    """`cuda` and `cuda:0` name one device where the current one is 0; a bare type matches any of its ordinals."""
+    kind_a, _, index_a = a.partition(":")
+    kind_b, _, index_b = b.partition(":")
+    return kind_a == kind_b and (not index_a or not index_b or index_a == index_b)
+
+
+def graph_devices(model: nn.Module) -> list[Finding]:
+    """The devices a traced or exported module's graph passes as arguments (`arange(..., device=cpu)`),
+    against those of its weights: `.to()` moves the weights and leaves the graph's arguments as traced."""
+    graphs = [(path or "<model>", m) for path, m in model.named_modules() if isinstance(m, GraphModule)]
+    baked: dict[str, list[str]] = {}
+    for _path, graph in graphs:
+        for node in graph.graph.nodes:
+            for device in _devices_in((node.args, node.kwargs)):
+                baked.setdefault(device, []).append(f"{node.name}")
+    weights = {str(t.device) for t in (*model.parameters(), *model.buffers())}
+    if not baked or not weights:
+        return []
+    stray = {d: nodes for d, nodes in baked.items() if not any(_same_device(d, w) for w in weights)}
+    facts = {"graph": baked, "weights": sorted(weights)}
+    entry = ("exported-program-hardcoded-device",)
+    where = ", ".join(sorted(weights))
+    if stray:
+        shown = "; ".join(f"{d} at {', '.join(nodes[:4])}{', ...' * (len(nodes) > 4)}" for d, nodes in stray.items())
+        why = f"the graph of `{graphs[0][0]}` passes {shown} as device arguments while its weights are on {where}"
+        return [Finding("graph-module-devices", "confirms", why, entry, facts)]
+    why = f"the graph's device arguments ({', '.join(baked)}) are where its weights are ({where})"
+    return [Finding("graph-module-devices", "rules-out", why, entry, facts)]
+
+
+def _devices_in(value: Any) -> Iterator[str]:
+    if isinstance(value, torch.device):
+        yield str(value)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _devices_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _devices_in(item)
+
+
 def guarded(probe: str, run: Callable[[], list[Finding]]) -> list[Finding]:
     """A probe meets whatever objects a user has; one that breaks on them says so instead of raising."""
     try:
@@ -412,6 +479,7 @@ def audit(
         findings += guarded("module-devices", lambda: model_devices(model))
         findings += guarded("module-plain-tensor-attributes", lambda: unregistered_state(model))
         findings += guarded("accelerate-hooks", lambda: library_state(model))
+        findings += guarded("graph-module-devices", lambda: graph_devices(model))
         findings += guarded("fsdp-offload-config", lambda: fsdp_offload(model))
         findings += guarded("keras-dataparallel", lambda: keras_replicas(model))
     if optimizer is not None:

@@ -53,6 +53,7 @@ PROBES: dict[str, Probe] = {
         Probe("loss-module-devices", "objects", "the loss module's weights against the model's device"),
         Probe("dataloader-generator", "objects", "a DataLoader's random generator against the default device"),
         Probe("accelerate-hooks", "objects", "accelerate hooks and the devices they move tensors to"),
+        Probe("graph-module-devices", "objects", "device arguments baked into a traced or exported module's graph"),
         Probe("hf-device-map", "objects", "a transformers device_map that splits the model"),
         Probe("model-quantization", "objects", "whether the model is quantized by bitsandbytes"),
         Probe("fsdp-offload-config", "objects", "FSDP's CPU offload setting"),

@@ -353,8 +353,6 @@ def patch_heading(patch: Patch) -> Text:
     head.append(f"[{_SAFETY_WORDS[patch.applicability]}]", style=_SAFETY_STYLE[patch.applicability])
     for why in patch.why:
         head.append(f"\n  {patch.applicability}: {why}", style=_SAFETY_STYLE[patch.applicability])
-    if patch.needs and patch.needs not in patch.why:
-        head.append(f"\n  {patch.needs}", style="dim")
     return head
 
 
