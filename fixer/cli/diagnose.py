@@ -39,9 +39,12 @@ def diagnose(args: argparse.Namespace) -> int:
 
         origin = provenance(result.traceback, machine.get("torch_dir") if isinstance(machine, dict) else None)
     findings = environment_findings(machine, evidence, origin=origin)
+    why_not = undecided(machine, evidence, origin) if isinstance(machine, dict) else None
+    if origin is not None:
+        findings.insert(0, _origin_finding(origin.why if why_not is None else why_not, here=why_not is None))
     # The files given are read either way; what they mean next to this machine's devices counts only
     # when the machine decides, as for its own facts.
-    facts = machine if isinstance(machine, dict) and undecided(machine, evidence, origin) is None else None
+    facts = machine if isinstance(machine, dict) and why_not is None else None
     if args.checkpoint:
         from fixer.diagnose.checkpoint import checkpoint_findings
 
@@ -105,6 +108,16 @@ def _unchecked(matches: list[Match], findings: list[Finding]) -> dict[str, str]:
             if probe is not None and probe_id not in ran and probe_id not in skipped:
                 skipped[probe_id] = f"{probe.looks_at}: {RUNS_IN[probe.where]}"
     return skipped
+
+
+def _origin_finding(why: str, *, here: bool) -> Finding:
+    """Said first: whether what this machine shows can decide anything about the traceback."""
+    from fixer.diagnose.findings import Finding
+
+    if here:
+        return Finding("traceback-origin", "info", f"produced here: {why}", facts={"produced_here": True})
+    said = f"not shown to be produced here ({why}), so this machine's state decides nothing about it"
+    return Finding("traceback-origin", "info", said, facts={"produced_here": False})
 
 
 def _json(findings: list[Finding], matches: list[Match], unchecked: dict[str, str]) -> dict[str, Any]:

@@ -99,11 +99,12 @@ def _device_missing_here(facts: dict[str, Any], evidence: Evidence | None) -> st
 
 
 def _as_context(finding: Finding, why: str) -> Finding:
-    """This machine's fact, said as one, with no verdict on the traceback's causes."""
+    """This machine's fact, said as one, with no verdict on the traceback's causes; why it decides
+    nothing is said once by `diagnose` (the traceback-origin row) and kept in each finding's facts."""
     if finding.verdict == "could-not-check":
         return finding
-    said = f"on this machine: {finding.summary} (decides nothing: {why})"
-    return Finding(finding.probe, "info", said, finding.entries, finding.facts)
+    said = f"on this machine: {finding.summary} (decides nothing about this traceback)"
+    return Finding(finding.probe, "info", said, finding.entries, {**finding.facts, "undecided": why})
 
 
 def _verdicts(facts: dict[str, Any] | str, evidence: Evidence | None, *, elsewhere: bool) -> list[Finding]:
@@ -266,7 +267,7 @@ def _libraries(facts: dict[str, Any], proven: frozenset[str], *, elsewhere: bool
         if library in versions:
             continue
         if library in proven or elsewhere:
-            why = f"{library} is not installed here, but the traceback comes from another machine"
+            why = f"{library} is not installed here, which says nothing about where the traceback ran"
             findings.append(Finding("env-libraries", "info", why, entries))
         else:
             findings.append(Finding("env-libraries", "rules-out", f"{library} is not installed", entries))
@@ -283,9 +284,8 @@ def _keras(facts: dict[str, Any], proven: frozenset[str], *, elsewhere: bool) ->
         return [Finding("env-keras", "info", "the traceback ran through Keras: its backend is what it shows", entry)]
     if version is None:
         if elsewhere:
-            return [
-                Finding("env-keras", "info", "Keras is not installed here; the traceback comes from elsewhere", entry)
-            ]
+            why = "Keras is not installed here, which says nothing about where the traceback ran"
+            return [Finding("env-keras", "info", why, entry)]
         return [Finding("env-keras", "rules-out", "Keras is not installed", entry)]
     named = facts["env"].get("KERAS_BACKEND") or facts.get("keras_config_backend")
     facts_seen = {"keras": version, "backend": named or "unset"}

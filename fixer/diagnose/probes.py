@@ -41,6 +41,7 @@ PROBES: dict[str, Probe] = {
         Probe("env-torch-version", "machine", "the PyTorch release, against bugs fixed in later ones"),
         Probe("default-device", "run", "torch.get_default_device() in the failing process"),
         Probe("current-device", "run", "torch.cuda.current_device() in the failing process"),
+        Probe("traceback-origin", "traceback", "whether the traceback ran here: its files, their lines, this torch"),
         Probe("user-frame-tensor-factories", "traceback", "tensor factories without device= in your failing functions"),
         Probe("user-frame-module-constructors", "traceback", "layers constructed inside forward()"),
         Probe("frame-tensor-devices", "run", "the tensors in your failing frame, and the device of each"),

@@ -120,6 +120,9 @@ def test_a_paste_from_another_machine_gets_no_verdict_from_this_ones_state(tmp_p
     assert [(f["probe"], f["verdict"], f["entries"]) for f in decided] == [
         ("checkpoint-devices", "confirms", ["optimizer-state-after-resume"])
     ]
+    origin = out["findings"][0]
+    assert (origin["probe"], origin["facts"]) == ("traceback-origin", {"produced_here": False})
+    assert origin["summary"].startswith("not shown to be produced here (")
     machine = [f for f in out["findings"] if f["probe"].startswith("env-") and f["verdict"] == "info"]
     assert machine and all(f["summary"].startswith("on this machine: ") for f in machine)
     assert all("decides nothing" in f["summary"] for f in machine)
@@ -133,3 +136,4 @@ def test_a_meta_and_cpu_error_produced_here_confirms_nothing_about_cuda(produced
     assert ("torch-not-compiled-with-cuda", "confirms") not in verdicts
     assert ("torch-load-without-map-location", "confirms") not in verdicts
     assert not any(f["summary"].startswith("on this machine: ") for f in out["findings"])
+    assert out["findings"][0]["summary"].startswith("produced here: the traceback's files are here")

@@ -47,7 +47,7 @@ def test_diagnose_command_json(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["findings"][0]["probe"] == "env-torch-build"
+    assert [f["probe"] for f in out["findings"][:2]] == ["traceback-origin", "env-torch-build"]
     assert out["matches"][0]["id"] in {"torch-load-missing-ordinal", "torch-load-without-map-location"}
 
 
@@ -112,4 +112,4 @@ def test_diagnose_treats_a_traceback_whose_files_are_elsewhere_as_another_machin
     done = _fixer("diagnose", "--traceback", str(trace), "--json")
     findings = json.loads(done.stdout)["findings"]
     libraries = [f for f in findings if f["probe"] == "env-libraries" and f["entries"]]
-    assert libraries and all(f["verdict"] == "info" and "another machine" in f["summary"] for f in libraries)
+    assert libraries and all(f["verdict"] == "info" and "says nothing about where" in f["summary"] for f in libraries)
