@@ -20,7 +20,10 @@ from fixer.patching.plan import Patch, propose
 from fixer.patching.targets import user_files
 from fixer.patching.torch_versions import declared, unmet
 
-PINNED = Path(__file__).parent / "projects" / "pinned_export"
+PINNED = Path(__file__).parent / "projects" / "pinned_export"  # a pyproject.toml pinning torch~=2.3.1
+# its script: an exported program moved with .to(), the codemod's own fixture without the error mark
+FIXTURES = Path(__file__).parent / "fixtures" / "exported-program-move-to-device-pass"
+SCRIPT = FIXTURES / "loaded_program_moved_with_to.in.py"
 NEED = NEEDS["exported-program-move-to-device-pass"]
 
 # file, its text, what fixer reads as the requirement, and whether it allows a torch before 2.5
@@ -85,8 +88,13 @@ def _failure(project: Path) -> str:
 @pytest.fixture(scope="module")
 def failure(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     project = tmp_path_factory.mktemp("pinned")
-    shutil.copytree(PINNED, project, dirs_exist_ok=True)
+    _pinned(project)
     return project, _failure(project)
+
+
+def _pinned(project: Path) -> None:
+    shutil.copytree(PINNED, project, dirs_exist_ok=True)
+    (project / "serve.py").write_text(SCRIPT.read_text().replace("  # fixer: error", ""))
 
 
 def _patch(project: Path, text: str) -> Patch:
@@ -109,7 +117,7 @@ def test_a_rewrite_the_pinned_torch_lacks_says_so_in_the_diff_and_the_safety_not
     assert said in patch.why
     assert patch.diff.splitlines()[0] == f"fixer: this patch {said}"
     original = project.parent / "original"
-    shutil.copytree(PINNED, original)
+    _pinned(original)
     subprocess.run(["git", "init", "-q"], cwd=original, check=True)
     applied = subprocess.run(["git", "apply", "-"], cwd=original, input=patch.diff, text=True, capture_output=True)
     assert applied.returncode == 0, applied.stderr
