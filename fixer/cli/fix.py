@@ -75,7 +75,9 @@ def fix(command: list[str], script: bool, options: Options) -> int:
             out.print(f"[bold]fixer:[/bold] round {number}: running {escape(shlex.join(command))}")
             ran = _round(command, script)
             status = ran.status
-            stop, record = _after_run(number, ran, series, matcher, record, out, options)
+            stop = _after_run(number, ran, series, matcher, out, options)
+            if series.rounds[-1].written:
+                record = _remember(record, series, out, options)
             if stop is not None:
                 ending = stop
                 break
@@ -84,51 +86,49 @@ def fix(command: list[str], script: bool, options: Options) -> int:
     return status
 
 
-def _after_run(
-    number: int,
-    ran: _Ran,
-    series: Series,
-    matcher: Matcher,
-    record: Path | None,
-    out: Console,
-    options: Options,
-) -> tuple[str | None, Path | None]:
-    """Why the series ends after this run (None: go on), and the journal record of what is written."""
+def _after_run(number: int, ran: _Ran, series: Series, matcher: Matcher, out: Console, options: Options) -> str | None:
+    """Add the round to the series, writing its patch on consent; why the series ends here (None: go on)."""
+    from fixer.cli.run import explained
     from fixer.output import render
     from fixer.patching.series import Round, signature
 
     if ran.status == 0:
         series.add(Round(0))
-        return "the command passed", record
+        return "the command passed"
     if ran.seen is None:
         series.add(Round(ran.status))
-        return f"the command failed (exit status {ran.status}) with no traceback fixer could read", record
-    result = _explained(matcher, ran.seen)
+        return f"the command failed (exit status {ran.status}) with no traceback fixer could read"
+    result = explained(matcher, ran.seen.text, ran.seen.findings)
     if result.traceback is None or not result.matches:
         series.add(Round(ran.status))
-        return "the command failed with an error that is not a device error fixer knows", record
+        return "the command failed with an error that is not a device error fixer knows"
     error, cause = signature(result.traceback), result.matches[0].id
     again = series.repeats(error)
     if again is not None:
         series.add(Round(ran.status, error, cause))
-        return f"round {number} failed with the same error as round {again}: the patch did not fix it", record
+        return f"round {number} failed with the same error as round {again}: the patch did not fix it"
     _show_explanation(ran.seen, result, out)
     patches, why_not = _chosen(result, options.unsafe)
     if not patches:
         series.add(Round(ran.status, error, cause))
-        return why_not, record
+        return why_not
     for patch in patches:
         out.print(render.patch_view(patch))
     written, failure = _write(patches, options)
     series.add(Round(ran.status, error, cause, written))
-    if written:
-        from fixer.patching import journal
+    return failure
 
-        try:
-            record = journal.rerecord(record, series.combined(), options.root)
-        except OSError as exc:
-            out.print(f"fixer: could not keep a record to revert with ({exc.strerror or exc})")
-    return failure, record
+
+def _remember(record: Path | None, series: Series, out: Console, options: Options) -> Path | None:
+    """The series' one journal record, renewed after each round that wrote: a cache that cannot be
+    written costs the undo, not the patch."""
+    from fixer.patching import journal
+
+    try:
+        return journal.rerecord(record, series.combined(), options.root)
+    except OSError as exc:
+        out.print(f"fixer: could not keep a record to revert with ({exc.strerror or exc})")
+        return record
 
 
 def _round(command: list[str], script: bool) -> _Ran:
@@ -170,12 +170,6 @@ def _status(code: int) -> int:
     if code == -signal.SIGINT:
         raise KeyboardInterrupt
     return 128 - code if code < 0 else code
-
-
-def _explained(matcher: Matcher, seen: Seen) -> Explanation:
-    from fixer.cli.run import explained
-
-    return explained(matcher, seen.text, seen.findings)
 
 
 def _show_explanation(seen: Seen, result: Explanation, out: Console) -> None:

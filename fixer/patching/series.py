@@ -45,22 +45,16 @@ class Round:
 @dataclass
 class Series:
     rounds: list[Round] = field(default_factory=list)
-    _first: dict[Path, str] = field(default_factory=dict)  # each file's text before the first round
-    _patches: dict[Path, list[Patch]] = field(default_factory=dict)
+    _patches: dict[Path, list[Patch]] = field(default_factory=dict)  # per file, in the order written
 
     def add(self, finished: Round) -> None:
         self.rounds.append(finished)
         for patch in finished.written:
-            self._first.setdefault(patch.path, patch.before)
             self._patches.setdefault(patch.path, []).append(patch)
 
     def repeats(self, error: Signature) -> int | None:
         """The earlier round (1-based) that failed with this same error, or None."""
         return next((n for n, done in enumerate(self.rounds, 1) if done.error == error), None)
-
-    @property
-    def written(self) -> bool:
-        return bool(self._patches)
 
     def combined(self) -> list[Patch]:
         """Per file, one patch from its first text to its last: what the series changed, as one diff.
@@ -71,7 +65,7 @@ class Series:
             combined.append(
                 Patch(
                     path,
-                    self._first[path],
+                    patches[0].before,
                     patches[-1].after,
                     ", ".join(dict.fromkeys(p.codemod for p in patches)),
                     "; ".join(dict.fromkeys(p.summary for p in patches)),
