@@ -69,7 +69,7 @@ def fix(command: list[str], script: bool, options: Options) -> int:
     matcher = Matcher(catalog())
     series = Series()
     record: Path | None = None
-    status, ending = 1, f"stopped after {options.rounds} rounds (--rounds)"
+    status, ending = 1, f"stopped after {options.rounds} run(s) (--rounds)"
     try:
         for number in range(1, options.rounds + 1):
             out.print(f"[bold]fixer:[/bold] round {number}: running {escape(shlex.join(command))}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import NoReturn
 
 from fixer import __version__
@@ -142,14 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         parents=[shared],
         help="run your script and explain a device error from inside it",
-        description="Run SCRIPT with ARGS unchanged (as `python SCRIPT ARGS` would), watching which module "
-        "is running. If a device error escapes, say which module failed and where its tensors and inputs "
-        "were, then explain it and propose the patch. Exits with the script's own exit code.\n\n"
-        "With --fix: patch and run again, round after round, until the script passes, the same error "
-        "comes back or no patch is left; each round's patch is written only with your consent (or --yes). "
-        "It ends with the rounds as one diff; `fixer patch --revert` undoes them all. "
-        "`fixer run --fix -- COMMAND ...` does the same for any command (torchrun, accelerate launch, "
-        "a shell script), reading the error from its stderr.",
+        description=_paragraphs(
+            "Run SCRIPT with ARGS unchanged (as `python SCRIPT ARGS` would), watching which module is running. "
+            "If a device error escapes, say which module failed and where its tensors and inputs were, then "
+            "explain it and propose the patch. Exits with the script's own exit code.",
+            "With --fix: patch and run again, round after round, until the script passes, the same error comes "
+            "back or no patch is left; each round's patch is written only with your consent (or --yes). It ends "
+            "with the rounds as one diff; `fixer patch --revert` undoes them all. `fixer run --fix -- COMMAND "
+            "...` does the same for any command (torchrun, accelerate launch, a shell script), reading the "
+            "error from its stderr.",
+        ),
         epilog="exit status: the script's (or command's) own, from its last run: with --fix, 0 once it passes.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -288,6 +291,11 @@ def _report_options(command: argparse.ArgumentParser, json_help: str) -> None:
         help="with --markdown or --json, for a public post: paths from the package or home on (SITE-PACKAGES:, "
         "HOME:), no user or host names, IP addresses, tokens, keys or signed URLs",
     )
+
+
+def _paragraphs(*paragraphs: str) -> str:
+    """Text for a RawDescriptionHelpFormatter: each paragraph filled as argparse would, kept apart."""
+    return "\n\n".join(textwrap.fill(paragraph, 79) for paragraph in paragraphs)
 
 
 def _positive(value: str) -> int:
