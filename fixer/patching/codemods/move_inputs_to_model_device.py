@@ -108,7 +108,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
         end = self.get_metadata(PositionProvider, statement).end.line
         return (node for node in walk(scope) if self.line_of(node) > end)
 
-    def _unpacked_with(self, name: str, before: Before, spot: cst.BaseStatement, seen: set[str]) -> list[cst.Name]:
+    def _unpacked_with(self, name: str, before: Before, paired: set[str], seen: set[str]) -> list[cst.Name]:
         """The names unpacked beside `name` from one batch (`for features, target in loader`, `x, y = batch`)
         that code after the failing statement passes to a call together with the model's output: the
         other half of the batch, which would fail on the next line. Names that meet the output only
@@ -119,7 +119,6 @@ class MoveInputsToModelDevice(PlannedCodemod):
         packed = _tuple_holding(name, self._unpacking_target(bound))
         if packed is None:
             return []
-        paired = {node.value for node in self._paired(spot)}
         return [
             sibling
             for sibling in packed
@@ -148,9 +147,6 @@ class MoveInputsToModelDevice(PlannedCodemod):
                     others = set().union(*(r for r in reads if r is not read))
                     if isinstance(arg.value, cst.Name) and others & outputs:
                         yield arg.value
-
-    def _paired_reads(self, spot: cst.BaseStatement) -> set[int]:
-        return {id(node) for node in self._paired(spot)}
 
     def _module_of(self, node: cst.CSTNode) -> cst.CSTNode:
         while (parent := self.parents.get(id(node))) is not None:
@@ -184,6 +180,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
         moves: list[cst.BaseStatement] = []
         rebinds: list[tuple[cst.Expr, cst.Assign]] = []
         seen: set[str] = set()
+        paired = list(self._paired(spot))  # names later code hands to a call with the model's output
         for arg in call.args:
             if any(arg.value is done for done in skip) or arg.star == "*" or not isinstance(arg.value, cst.Name):
                 continue
@@ -216,7 +213,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
             else:
                 moved = device.move(name)
             moves.append(statement(cst.Assign(targets=[cst.AssignTarget(target=name)], value=moved)))
-            for sibling in self._unpacked_with(name.value, before, spot, seen):
+            for sibling in self._unpacked_with(name.value, before, {node.value for node in paired}, seen):
                 seen.add(sibling.value)
                 moved_too = cst.Assign(targets=[cst.AssignTarget(target=sibling)], value=device.move(sibling))
                 moves.append(statement(moved_too))
@@ -226,7 +223,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
             self.replace(expr, assign)
         if moves:
             self.insert(("before", spot), *prelude, *moves)
-        later = self._read_later(seen, spot, self._paired_reads(spot))
+        later = self._read_later(seen, spot, {id(node) for node in paired})
         if later is None:
             self.judge("safe", "only where the inputs live changes, and nothing after the call reads the moved names")
         else:
