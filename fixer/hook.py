@@ -12,19 +12,18 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fixer.diagnose.findings import Finding
-    from fixer.explain.evidence import Evidence
 
 _INSTALLED = "__fixer_hook__"  # marks the hooks fixer set, so a second install() leaves them be
 
 
 def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> bool:
     """Print fixer's explanation of an exception; True when a KB entry matched."""
+    from fixer.diagnose.in_process import explained
     from fixer.explain.match import Matcher
     from fixer.kb.catalog import KBError, load
     from fixer.output import render
@@ -34,13 +33,9 @@ def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: Tra
         catalog = load()
     except KBError:
         return False
-    result = Matcher(catalog).explain(text)
+    result = explained(Matcher(catalog), text, [*live_findings(exc), *_machine(text)], catalog)
     if result.traceback is None or not result.matches:
         return False
-    from fixer.diagnose.rerank import rerank
-
-    observed = rerank(result.matches, live_findings(exc), catalog, observed=True)
-    result = replace(result, matches=rerank(observed, process_findings(result.evidence)))
     render.console(stderr=True).print(render.explanation(result, top=3))
     return True
 
@@ -56,15 +51,13 @@ def live_findings(exc: BaseException) -> list[Finding]:
         return []
 
 
-def process_findings(evidence: Evidence | None) -> list[Finding]:
-    """This process's facts as verdicts on the causes; none when reading them fails, since the error
-    being explained must still be."""
-    from fixer.diagnose.environment import environment_findings
-    from fixer.diagnose.machine import collect
+def _machine(text: str) -> list[Finding]:
+    """This process's facts; none when reading them fails, since the error being explained must still be."""
+    from fixer.diagnose.in_process import machine_findings
 
     try:
-        return environment_findings(collect(), evidence, this_process=True)
-    except Exception:  # CUDA may be past answering after the error; the explanation goes on without
+        return machine_findings(text)
+    except Exception:
         return []
 
 

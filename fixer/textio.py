@@ -89,6 +89,12 @@ class BoundedText:
 _RANKED = re.compile(r"^\[(?:rank|default)(\d{1,7})\]:")
 BLOCK_LINES = 400  # a traceback and its message: longer runs are a log going on after it
 PREFACE_LINES = 10  # a known message this close above a traceback is its own, or a warning about it
+FRAME_LINES = 100  # a message with no header above it takes at most this many frame lines before it
+# A line of a traceback above its message: a `File "..."` line, the indented code under it, IPython's
+# arrows and numbered lines, Python 3.11's carets, and an exception's line whose message goes on below.
+_FRAME_LINE = re.compile(
+    r"(?:\[(?:rank|default)\d{1,7}\]:)?(?:\s+\S|File |-+>|\^|[\w.]*(?:Error|Exception)(?:\[\w+\])?: )"
+)
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,8 @@ class TracebackBlocks:
         self._open: dict[str | None, tuple[int, list[str]]] = {}  # by rank: header line, lines so far
         self._bare: set[str | None] = set()  # the ranks whose open block a known message started
         self._last: dict[str | None, str] = {}  # the last non-blank line of each rank
+        self._recent: dict[str | None, deque[str]] = {}  # each rank's last lines
+        self._frames: dict[str | None, list[str]] = {}  # the frame lines above the message a bare block opened at
         self.done: list[Block] = []
 
     def feed(self, chunk: str) -> None:
@@ -123,6 +131,8 @@ class TracebackBlocks:
         self._partial = parts.pop()[:MAX_LINE_CHARS] + ("\r" if held else "")
         if not self._open and _HEADER not in data and not self.may_start(data):
             self.count += len(parts)  # most of a log: progress lines no block starts at, skipped whole
+            for line in parts[-FRAME_LINES:]:  # but the frames of a cut traceback may end it
+                self._remember(line[:MAX_LINE_CHARS])
             return
         for line in parts:
             self._add(line[:MAX_LINE_CHARS])
@@ -141,18 +151,45 @@ class TracebackBlocks:
         elif block is None and self.starts(line):
             block = self._open[rank] = (self.count, [])
             self._bare.add(rank)
+            self._frames[rank] = self._frames_above(rank)
+        elif block is None and (above := self._last.get(rank)) is not None and self.starts(f"{above} {line}"):
+            # a message wrapped onto two lines (by a terminal, a logger or its own newline) starts at the first
+            recent = self._recent.get(rank)
+            wrapped = bool(recent) and recent[-1] == above
+            block = self._open[rank] = (self.count - 1, [above]) if wrapped else (self.count, [])
+            self._bare.add(rank)
+            self._frames[rank] = self._frames_above(rank, skip=int(wrapped))
         if block is not None:
             block[1].append(line)
             if len(block[1]) >= BLOCK_LINES:
                 self._close(rank)
         if line.strip():
             self._last[rank] = line
+        self._remember(line)
+
+    def _remember(self, line: str) -> None:
+        ranked = _RANKED.match(line)
+        self._recent.setdefault(ranked.group(1) if ranked else None, deque(maxlen=FRAME_LINES)).append(line)
+
+    def _frames_above(self, rank: str | None, skip: int = 0) -> list[str]:
+        """The frame lines just above a message with no header (and its `skip` lines already in the block):
+        a traceback whose start was cut off."""
+        recent = list(self._recent.get(rank, ()))[: -skip or None]
+        kept = 0
+        for line in reversed(recent):
+            if not _FRAME_LINE.match(line):
+                break
+            kept += 1
+        return recent[len(recent) - kept :] if kept else []
 
     def _close(self, rank: str | None) -> None:
-        self._bare.discard(rank)
         block = self._open.pop(rank, None)
+        frames = self._frames.pop(rank, [])
+        if rank not in self._bare:
+            frames = []  # the message came just before its traceback's header: the lines above are not its
+        self._bare.discard(rank)
         if block is not None:
-            self.done.append(Block(block[0], "\n".join(block[1])))
+            self.done.append(Block(block[0] - len(frames), "\n".join([*frames, *block[1]])))
 
     def finish(self) -> list[Block]:
         if self._partial:
@@ -178,8 +215,8 @@ def file_blocks(
         blocks.feed(decoder.decode(b"", final=True))
     except OSError as exc:
         raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    except InputError as exc:  # the decoder's: binary data
-        raise InputError(f"{name}: {exc}") from None
+    except InputError as exc:  # the decoder's (binary data) or a damaged compressed file's
+        raise InputError(exc.args[0] if exc.args[0].startswith(name) else f"{name}: {exc}") from None
     return blocks.finish()
 
 
@@ -313,12 +350,32 @@ def _file_chunks(path: str, *, pipes: bool) -> Iterator[bytes]:
         handle = open(path, "rb", buffering=0) if not stat.S_ISFIFO(mode) else None  # noqa: SIM115
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise InputError(f"{shown(path)}: {_why(exc)}") from None
-    return _pipe_chunks(path) if handle is None else _read_through(handle)
+    return _pipe_chunks(path) if handle is None else _read_through(handle, shown(path))
 
 
-def _read_through(handle: BinaryIO) -> Iterator[bytes]:
+# Rotated logs are kept compressed (logrotate's gzip, or bzip2 and xz): told by their first bytes, not
+# their names, and read through the standard library's decompressors a chunk at a time.
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
+
+
+def _read_through(handle: BinaryIO, name: str) -> Iterator[bytes]:
     with handle:
-        yield from _chunks(handle.read)
+        head = handle.read(6)
+        module = next((name for magic, name in _COMPRESSED if head.startswith(magic)), None)
+        if module is None:
+            yield head
+            yield from _chunks(handle.read)
+            return
+        import importlib
+
+        handle.seek(0)
+        with importlib.import_module(module).open(handle, "rb") as unpacked:
+            try:
+                yield from _chunks(unpacked.read)
+            except EOFError:  # a log still being compressed ends early: what came through is read
+                return
+            except (OSError, ValueError) as exc:  # lzma.LZMAError is an OSError; a corrupt stream
+                raise InputError(f"{name}: the {module} data is damaged ({exc})") from None
 
 
 def _kind(mode: int) -> str | None:

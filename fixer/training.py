@@ -44,14 +44,20 @@ def path(catalog: Catalog) -> list[Entry]:
     return sorted(usable, key=lambda e: (-(seen[e.id] + len(e.examples)), e.id))
 
 
-def exercises(catalog: Catalog, only: Sequence[str] = ()) -> list[Exercise]:
-    """One exercise per entry of the path (or of `only`, in the path's order)."""
+def exercises(catalog: Catalog, only: Sequence[str] = (), seed: int | None = None) -> list[Exercise]:
+    """One exercise per entry of the path (or of `only`, in the path's order). With a `seed`, a quiz
+    drawn from it: the exercises in a random order and each one's choices shuffled anew, so that a
+    second round tests the reading and not the memory of where the answer was. Without one, the order
+    the site's Training page prints, the same on every machine."""
     matcher = Matcher(catalog)
     chosen = [e for e in path(catalog) if not only or e.id in only]
-    return [_exercise(entry, catalog, matcher) for entry in chosen]
+    draw = random.Random(seed) if seed is not None else None
+    if draw is not None:
+        draw.shuffle(chosen)
+    return [_exercise(entry, catalog, matcher, draw or random.Random(entry.id)) for entry in chosen]
 
 
-def _exercise(entry: Entry, catalog: Catalog, matcher: Matcher) -> Exercise:
+def _exercise(entry: Entry, catalog: Catalog, matcher: Matcher, draw: random.Random) -> Exercise:
     assert entry.repro is not None and entry.repro.raises is not None  # path() keeps only these
     ranked = [m.id for m in matcher.explain(entry.repro.raises).matches]
     others = [*ranked, *entry.related, *sorted(e.id for e in catalog)]
@@ -60,5 +66,5 @@ def _exercise(entry: Entry, catalog: Catalog, matcher: Matcher) -> Exercise:
         if other != entry.id and other not in wrong and catalog.get(other) is not None:
             wrong.append(other)
     choices = [entry, *(catalog.entries[i] for i in wrong[: CHOICES - 1])]
-    random.Random(entry.id).shuffle(choices)  # the same order on every machine and run
+    draw.shuffle(choices)
     return Exercise(entry=entry, snippet=entry.repro.code, traceback=entry.repro.raises, choices=tuple(choices))

@@ -102,6 +102,11 @@ def test_plain_fixer_is_quiet_when_the_run_had_no_error():
     result = fixer(stdin=log)
     assert result.returncode == OK
     assert result.stdout.decode().startswith(log)
+    # the report after the log says what it found, not a bare marker
+    assert result.stdout.decode()[len(log) :].splitlines() == [
+        "-- fixer --",
+        "fixer: no traceback or known error message found in the input",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ from fixer.cli.common import (
 )
 from fixer.cli.parser import build_parser
 from fixer.kb.paths import KBError
+from fixer.output.display import using_width
 
 __all__ = [
     "FAILED_LOG",
@@ -136,7 +137,7 @@ def _dispatch(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         args.command_form, args.args = _script_and_args(argv, args.script, args.args)
-    with using_team_kb(args.kb):
+    with using_team_kb(args.kb, args.drafts), using_width(args.width):
         return _run(args, parser)
 
 
@@ -212,7 +213,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "train":
         from fixer.cli.train import train
 
-        return train(args.entries, args.count, as_json=args.json, color=args.color)
+        return train(args.entries, args.count, as_json=args.json, color=args.color, seed=args.seed)
     if args.command == "export":
         from fixer.cli.export import export
 
@@ -230,7 +231,14 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return kb.schema(args.output)
         if args.kb_command == "new":
             text = read_input(args.file, passthrough=False)
-            return kb.new(text, entry_id=args.entry_id, source=args.source, output=args.output, force=args.force)
+            return kb.new(
+                text,
+                entry_id=args.entry_id,
+                source=args.source,
+                output=args.output,
+                force=args.force,
+                redact=args.redact,
+            )
         if args.kb_command == "lint":
             return kb.lint(as_json=args.json)
         if args.kb_command == "priors":

@@ -27,20 +27,22 @@ class CliError(Exception):
 
 
 _team_kb: tuple[str, ...] = ()
+_drafts = False
 
 
 @contextmanager
-def using_team_kb(directories: Sequence[str]) -> Iterator[None]:
-    """Every command reads the KB through `catalog()`; `--kb` is a global option, so the dispatcher names
-    the team directories here for the length of one command instead of threading them through each."""
-    global _team_kb
-    _team_kb = tuple(directories)
+def using_team_kb(directories: Sequence[str], drafts: bool = False) -> Iterator[None]:
+    """Every command reads the KB through `catalog()`; `--kb` and `--drafts` are global options, so the
+    dispatcher names the team directories here for the length of one command instead of threading them
+    through each."""
+    global _team_kb, _drafts
+    _team_kb, _drafts = tuple(directories), drafts
     _catalog.cache_clear()  # each command reads the files anew (tests run many in one process)
     _kb_index.cache_clear()
     try:
         yield
     finally:
-        _team_kb = ()
+        _team_kb, _drafts = (), False
         _catalog.cache_clear()
         _kb_index.cache_clear()
 
@@ -52,45 +54,48 @@ def team_kb() -> tuple[Path, ...]:
 
 
 def catalog() -> Catalog:
-    return _catalog(team_kb())
+    return _catalog(team_kb(), _drafts)
 
 
 @lru_cache(maxsize=1)
-def _catalog(team: tuple[Path, ...]) -> Catalog:
+def _catalog(team: tuple[Path, ...], drafts: bool) -> Catalog:
     """Loaded once per command, which may read it twice (`explain --example`), so problems show once."""
     from fixer.kb.catalog import KBError, load
 
     try:
-        loaded = load(team=team)
+        loaded = load(team=team, drafts=drafts)
     except KBError as exc:
         raise CliError(str(exc)) from None
-    _say_skipped(loaded.problems, len(loaded), loaded.root)
+    _say_skipped(loaded.problems, loaded.drafts, len(loaded), loaded.root)
     return loaded
 
 
 def kb_index() -> Index:
     """The KB as `explain` ranks it, from the index cache: no YAML parsed, no entry validated."""
-    return _kb_index(team_kb())
+    return _kb_index(team_kb(), _drafts)
 
 
 @lru_cache(maxsize=1)
-def _kb_index(team: tuple[Path, ...]) -> Index:
+def _kb_index(team: tuple[Path, ...], drafts: bool) -> Index:
     from fixer.kb.index import load
     from fixer.kb.paths import KBError, default_root
 
     root = default_root()
     try:
-        index = load(root, team)
+        index = load(root, team, drafts=drafts)
     except KBError as exc:
         raise CliError(str(exc)) from None
-    _say_skipped(index.problems, len(index.entries), root)
+    _say_skipped(index.problems, index.drafts, len(index.entries), root)
     return index
 
 
-def _say_skipped(problems: tuple[str, ...], usable: int, root: Path) -> None:
+def _say_skipped(problems: tuple[str, ...], drafts: tuple[str, ...], usable: int, root: Path) -> None:
     if problems:
         first = problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
         print(f"fixer: skipped a KB file: {first}; run `fixer kb lint`", file=sys.stderr)
+    if drafts:
+        more = f" (and {len(drafts) - 1} more)" if len(drafts) > 1 else ""
+        print(f"fixer: left out a draft entry, TODOs unwritten: {drafts[0]}{more}; --drafts uses it", file=sys.stderr)
     if not usable:
         raise CliError(f"the knowledge base at {root} has no usable entry; run `fixer kb lint`")
 

@@ -147,8 +147,9 @@ def _print_explanation(
     if passthrough:
         out.print(render.rule("fixer"))
     if result.traceback is None:
-        if not passthrough:
-            print("fixer: no traceback or known error message found in the input", file=sys.stderr)
+        # after a passed-through log the report says so itself: a bare marker would read as output cut off
+        where = sys.stdout if passthrough else sys.stderr
+        print("fixer: no traceback or known error message found in the input", file=where)
         return
     if not result.matches:
         out.print(render.error_header(result.traceback))

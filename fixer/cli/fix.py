@@ -88,7 +88,8 @@ def fix(command: list[str], script: bool, options: Options) -> int:
 
 def _after_run(number: int, ran: _Ran, series: Series, matcher: Matcher, out: Console, options: Options) -> str | None:
     """Add the round to the series, writing its patch on consent; why the series ends here (None: go on)."""
-    from fixer.cli.run import explained
+    from fixer.cli.common import catalog
+    from fixer.diagnose.in_process import explained
     from fixer.output import render
     from fixer.patching.series import Round, signature
 
@@ -98,7 +99,7 @@ def _after_run(number: int, ran: _Ran, series: Series, matcher: Matcher, out: Co
     if ran.seen is None:
         series.add(Round(ran.status))
         return f"the command failed (exit status {ran.status}) with no traceback fixer could read"
-    result = explained(matcher, ran.seen.text, ran.seen.findings)
+    result = explained(matcher, ran.seen.text, ran.seen.findings, catalog())
     if result.traceback is None or not result.matches:
         series.add(Round(ran.status))
         return "the command failed with an error that is not a device error fixer knows"

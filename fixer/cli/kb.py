@@ -140,13 +140,15 @@ def priors(corpora: list[str], output: str | None) -> int:
     return OK
 
 
-def new(text: str, *, entry_id: str | None, source: str | None, output: str | None, force: bool) -> int:
+def new(
+    text: str, *, entry_id: str | None, source: str | None, output: str | None, force: bool, redact: bool = True
+) -> int:
     """Draft a KB entry from a pasted traceback: the YAML to stdout, or to a file (`output`, or
     `<id>.yaml` in the directory `output` names), never over an existing file unless `force`."""
     from fixer.kb.draft import DraftError, NoTraceback, draft_entry
 
     try:
-        draft = draft_entry(text, catalog(), entry_id=entry_id, source=source)
+        draft = draft_entry(text, catalog(), entry_id=entry_id, source=source, redact=redact)
     except NoTraceback as exc:
         raise CliError(str(exc), NO_TRACEBACK) from None
     except DraftError as exc:

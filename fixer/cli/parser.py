@@ -31,22 +31,44 @@ class _Parser(argparse.ArgumentParser):
 COLORS = ("auto", "always", "never")
 
 
-def _color_option(parser: argparse.ArgumentParser, default: str) -> None:
+def _columns(value: str) -> int:
+    if not value.isdigit() or int(value) < 20:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a width: give a number of columns, 20 or more")
+    return int(value)
+
+
+def _display_options(parser: argparse.ArgumentParser, color: str, width: object) -> None:
     parser.add_argument(
         "--color",
         choices=COLORS,
-        default=default,
-        help="colour and boxes: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces), always, never",
+        default=color,
+        help="colour and boxes: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces), always, "
+        "never (no escape codes at all)",
+    )
+    parser.add_argument(
+        "--width",
+        type=_columns,
+        default=width,
+        metavar="N",
+        help="wrap text at N columns (default: the terminal's width, or COLUMNS; "
+        "a pipe or a file gets unwrapped lines)",
     )
 
 
-def _kb_option(parser: argparse.ArgumentParser, default: object) -> None:
+def _kb_option(parser: argparse.ArgumentParser, default: object, drafts: object) -> None:
     parser.add_argument(
         "--kb",
         action="append",
         default=default,
         metavar="DIR",
         help="add a team's KB directory to the built-in entries (repeatable; FIXER_KB_PATH lists more)",
+    )
+    parser.add_argument(
+        "--drafts",
+        action="store_true",
+        default=drafts,
+        help="use draft entries too, whose TODO fields no one has written yet (left out of ranking and "
+        "exports otherwise)",
     )
 
 
@@ -58,17 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"fixer {__version__}")
-    _color_option(parser, "auto")
-    _kb_option(parser, [])
+    _display_options(parser, "auto", None)
+    _kb_option(parser, [], False)
     parser.add_argument(
         "--exit-zero",
         action="store_true",
         help="plain `fixer` on a pipe: exit 0 even when the log shows a traceback (default: 5)",
     )
-    # Each command takes --color and --kb too; SUPPRESS keeps `fixer --color never explain` from being reset.
+    # Each command takes --color, --width and --kb too; SUPPRESS keeps `fixer --color never explain` from
+    # being reset.
     shared = _Parser(add_help=False)
-    _color_option(shared, argparse.SUPPRESS)
-    _kb_option(shared, argparse.SUPPRESS)
+    _display_options(shared, argparse.SUPPRESS, argparse.SUPPRESS)
+    _kb_option(shared, argparse.SUPPRESS, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     explain = commands.add_parser(
@@ -208,6 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--entries", metavar="IDS", help="only these entries' exercises (comma-separated ids)")
     train.add_argument("--count", type=_positive, metavar="N", help="at most N exercises (default: the whole path)")
     train.add_argument("--json", action="store_true", help="the exercises and their answers as JSON; asks nothing")
+    train.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="draw the order and the answers' places from N, to repeat a quiz (default: a new draw each time)",
+    )
 
     export = commands.add_parser(
         "export",
@@ -245,6 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--id", dest="entry_id", metavar="ID", help="the entry's id (default: suggested from the message)")
     new.add_argument("--source", metavar="URL", help="the public page the traceback is quoted from")
     new.add_argument("--force", action="store_true", help="overwrite an existing file")
+    new.add_argument(
+        "--no-redact",
+        dest="redact",
+        action="store_false",
+        help="keep the example as pasted (default: redacted as `explain --redact` does, since a team KB is "
+        "shared: no home folders, user or host names, addresses or tokens)",
+    )
     lint = kb_commands.add_parser(
         "lint",
         parents=[shared],

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from fixer.cli.common import CliError, catalog
 from fixer.cli.explain import local_patches
+from fixer.diagnose.in_process import explained, machine_findings
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -59,7 +59,7 @@ def _write_report(outcome: Outcome, path: Path) -> None:
     if outcome.text is None or outcome.interrupted:
         return
     try:
-        findings = (*outcome.findings, *_machine_findings(outcome.text))
+        findings = (*outcome.findings, *machine_findings(outcome.text))
         body = {
             "text": outcome.text,
             "culprit": outcome.culprit.describe() if outcome.culprit is not None else None,
@@ -129,7 +129,7 @@ def _report(outcome: Outcome, wait: timedelta | None, color: ColorChoice) -> Non
 
     try:
         if outcome.text is not None:
-            outcome = replace(outcome, findings=(*outcome.findings, *_machine_findings(outcome.text)))
+            outcome = replace(outcome, findings=(*outcome.findings, *machine_findings(outcome.text)))
         if wait is not None:
             _report_ranks(outcome, wait, color)
         else:
@@ -150,40 +150,9 @@ def _explain(outcome: Outcome, color: ColorChoice) -> None:
     out = render.console(stderr=True, color=color)
     if outcome.culprit is not None:  # module paths and class names are the user's text, not markup
         out.print(f"[bold]fixer:[/bold] the failing module was {escape(outcome.culprit.describe())}")
-    result = explained(Matcher(catalog()), outcome.text, outcome.findings)
+    result = explained(Matcher(catalog()), outcome.text, outcome.findings, catalog())
     if result.matches:
         out.print(_explanation_view(result))
-
-
-def _machine_findings(text: str) -> list[Finding]:
-    """The machine probes, read in the failing process itself: under torchrun each rank judges its
-    own LOCAL_RANK and GPUs, and the script's default device is the one it set."""
-    from fixer.diagnose.environment import environment_findings
-    from fixer.diagnose.findings import Finding
-    from fixer.diagnose.machine import collect
-    from fixer.explain.evidence import extract
-    from fixer.explain.parse import parse
-
-    tb = parse(text)
-    try:
-        facts = collect()
-    except Exception as exc:  # CUDA may be past answering after the error: say so, keep the report
-        return [Finding("env-cuda", "could-not-check", f"reading the devices failed: {type(exc).__name__}: {exc}")]
-    return environment_findings(facts, extract(tb) if tb is not None else None, this_process=True)
-
-
-def explained(matcher: Matcher, text: str, findings: Sequence[Finding]) -> Explanation:
-    """The traceback's ranking, re-ranked with what the failing process showed: the failing module, the
-    objects in its frames (observed, so they weigh most), then the machine (as `diagnose` weighs it)."""
-    result = matcher.explain(text)
-    if findings and result.traceback is not None:
-        from fixer.diagnose.rerank import rerank
-
-        machine = [f for f in findings if f.probe.startswith("env-")]
-        live = [f for f in findings if not f.probe.startswith("env-")]
-        matches = rerank(result.matches, live, catalog(), observed=True)
-        result = replace(result, matches=rerank(matches, machine))
-    return result
 
 
 def _explanation_view(result: Explanation) -> Group:
@@ -216,13 +185,13 @@ def _report_ranks(outcome: Outcome, wait: timedelta, color: ColorChoice) -> None
 
     cause = None
     if outcome.text is not None:
-        matches = explained(matcher(), outcome.text, outcome.findings).matches
+        matches = explained(matcher(), outcome.text, outcome.findings, catalog()).matches
         cause = matches[0].id if matches else None
     report = ranks.local_report(outcome, cause, os.environ)
 
     def explain(other: RankReport) -> Group | None:
         assert other.text is not None  # combine explains failed ranks only
-        result = explained(matcher(), other.text, other.findings)
+        result = explained(matcher(), other.text, other.findings, catalog())
         return _explanation_view(result) if result.matches else None
 
     out = render.console(stderr=True, color=color)

@@ -53,8 +53,8 @@ def scan(paths: list[str], *, workers: int | None, dask: str | None, form: str, 
 def _on_dask(files: list[str], address: str, team: tuple[str, ...]) -> tuple[list[Found], list[str]]:
     try:
         from fixer.fleet.dask import scan_on_dask
-    except ImportError:
-        raise CliError("--dask needs Dask: pip install 'fixer[fleet]'") from None
+    except ImportError as exc:
+        raise CliError(f"--dask needs Dask and distributed ({exc}): pip install 'fixer[fleet]'") from None
     try:
         return scan_on_dask(files, address, team)
     except (OSError, TimeoutError) as exc:

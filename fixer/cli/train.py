@@ -14,20 +14,27 @@ if TYPE_CHECKING:
     from fixer.training import Exercise
 
 
-def train(only: str | None, count: int | None, *, as_json: bool, color: ColorChoice = "auto") -> int:
+def train(
+    only: str | None, count: int | None, *, as_json: bool, color: ColorChoice = "auto", seed: int | None = None
+) -> int:
+    """A quiz drawn from `seed`, or from a fresh one that the report names so the quiz can be repeated."""
+    import secrets
+
     from fixer.training import exercises
+
+    seed = secrets.randbelow(10_000) if seed is None else seed
 
     kb = catalog()
     wanted = [part.strip() for part in (only or "").split(",") if part.strip()]
     unknown = [entry_id for entry_id in wanted if kb.get(entry_id) is None]
     if unknown:
         raise CliError(f"no KB entry {', '.join(map(repr, unknown))}; `fixer list` shows the ids")
-    chosen = exercises(kb, wanted)[:count]
+    chosen = exercises(kb, wanted, seed)[:count]
     missing = sorted(set(wanted) - {exercise.entry.id for exercise in chosen})
     if missing and not count:
         raise CliError(f"no exercise for {', '.join(missing)}: its repro needs a real accelerator, or it has none")
     if as_json:
-        print(json.dumps([_document(exercise) for exercise in chosen], indent=2))
+        print(json.dumps({"seed": seed, "exercises": [_document(e) for e in chosen]}, indent=2))
         return OK
     from fixer.output import render
 
@@ -42,7 +49,7 @@ def train(only: str | None, count: int | None, *, as_json: bool, color: ColorCho
         right += chosen_answer == exercise.answer
         out.print(render.exercise_answer(exercise, chosen_answer))
     stopped = f" (stopped after {asked} of {len(chosen)})" if asked < len(chosen) else ""
-    out.print(f"Score: {right}/{asked}{stopped}", highlight=False)
+    out.print(f"Score: {right}/{asked}{stopped}. This quiz again: fixer train --seed {seed}", highlight=False)
     return OK
 
 

@@ -129,8 +129,9 @@ def normalise_op(raw: str | None) -> str | None:
     return op.lstrip("_") or None
 
 
-def extract(tb: Traceback, *, read_code: bool = True) -> Evidence:
-    """The facts of a traceback; with `read_code`, the detectors' facts about the code it shows too."""
+def extract(tb: Traceback, *, read_code: bool = True, read_files: bool = True) -> Evidence:
+    """The facts of a traceback; with `read_code`, the detectors' facts about the code it shows too, and
+    with `read_files` also about the user's files it names, where they are on this machine."""
     # Users re-wrap long messages (`cpu\nand cuda:0`): the sentences are matched with their spaces unified.
     messages = tuple(dict.fromkeys(" ".join(m.split()) for m in tb.messages if m))  # a loop re-raising repeats one
     joined = "\n".join(messages)
@@ -161,17 +162,17 @@ def extract(tb: Traceback, *, read_code: bool = True) -> Evidence:
         ),
         text=tb.text,
         dtype_only=dtype_only,
-        facts=_facts(frames, tb.text) if read_code else {},
+        facts=_facts(frames, tb.text, read_files) if read_code else {},
     )
 
 
-def _facts(frames: tuple[Frame, ...], text: str) -> dict[str, tuple[str, ...]]:
+def _facts(frames: tuple[Frame, ...], text: str, read_files: bool) -> dict[str, tuple[str, ...]]:
     """What the detectors find in the code the frames show; a paste without code costs no detector import."""
     if not any(frame.code or frame.is_user for frame in frames):
         return {}
     from fixer.explain.detectors import Code, detect
 
-    return detect(Code.of(frames, text))
+    return detect(Code.of(frames, text, read_files=read_files))
 
 
 def _kind_or_none(type_name: str | None) -> str | None:

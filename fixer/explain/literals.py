@@ -370,6 +370,40 @@ def _leftmost(compiled: Iterable[Searcher], text: str, pos: int) -> re.Match[str
     )
 
 
+def cover(needed: Iterable[Needs], seeds: Sequence[str] = (), length: int = 7) -> re.Pattern[str] | None:
+    """A few lowercase words, searched at once in a lowercased text, one of which every text that some
+    item matches holds: a gate that a log's lines pass before the items themselves are sought. It is
+    derived from the items, so a team's own messages pass it too; `seeds` are words to use first (common
+    in errors, rare in progress lines), the rest are pieces of `length` characters chosen greedily. None
+    when an item needs nothing: no gate can stand before it.
+
+    An item is covered by a word that every string of one of its tuples holds (the text holds one of
+    them); a tuple with no such word is covered by all of its strings at once."""
+    options: list[set[str]] = []
+    chosen = list(seeds)
+    for item in needed:
+        if not item:
+            return None
+        words = set().union(*(_common_words(strings, length) for strings in item))
+        if not words:
+            chosen.extend(min(item, key=len))
+        options.append(words)
+    uncovered = [n for n, words in enumerate(options) if words and not any(c in w for w in words for c in chosen)]
+    while uncovered:
+        counts = Counter(word for n in uncovered for word in options[n])
+        word = max(counts, key=lambda w: (counts[w], w))
+        chosen.append(word)
+        uncovered = [n for n in uncovered if word not in options[n]]
+    return re.compile("|".join(re.escape(w) for w in dict.fromkeys(chosen)))
+
+
+def _common_words(strings: tuple[str, ...], length: int) -> set[str]:
+    """The pieces of `length` characters (or the whole string, when shorter) that every string holds."""
+    shortest = min(strings, key=len)
+    words = {shortest[i : i + length] for i in range(len(shortest) - length + 1)} or {shortest}
+    return {w for w in words if all(w in s for s in strings)}
+
+
 def known_messages(patterns: Iterable[tuple[str, str | None]]) -> AnyOf:
     """The KB's signatures as one search, each once, in a stable order: (pattern, owner) pairs, where a
     pattern the built-in KB has too is the built-in one, run without a bound."""
@@ -387,6 +421,7 @@ __all__ = [
     "LiteralIndex",
     "Needs",
     "Regex",
+    "cover",
     "holds",
     "known_messages",
     "needs",

@@ -67,17 +67,19 @@ class Explanation:
 class Matcher:
     """Holds a KB's index; `rank` is then a pure function of a traceback."""
 
-    def __init__(self, kb: Catalog | Index, *, read_code: bool = True) -> None:
+    def __init__(self, kb: Catalog | Index, *, read_code: bool = True, read_files: bool = True) -> None:
         """`kb`: a loaded catalog, indexed here, or an index read from the cache (no entry validated, no
-        regex compiled yet). `read_code=False` ranks on the text alone, as the site's paste box does."""
+        regex compiled yet). `read_code=False` ranks on the text alone, as the site's paste box does;
+        `read_files=False` reads the code the text shows but not the files it names (`fixer scan`: the
+        logs come from other machines)."""
         self.index = kb if isinstance(kb, Index) else build(kb)
-        self.read_code = read_code
+        self.read_code, self.read_files = read_code, read_files
         self.known_messages = self.index.known
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
         with literals.one_input() as reading:
             tb = parse(text, self.known_messages)
-            evidence = extract(tb, read_code=self.read_code) if tb is not None else None
+            evidence = extract(tb, read_code=self.read_code, read_files=self.read_files) if tb is not None else None
             matches = self.rank(evidence, top=top) if evidence is not None else []
         return Explanation(tb, evidence, matches, reading.skipped)
 

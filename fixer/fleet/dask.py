@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import dask.bag as db  # the `fleet` extra: imported here, so that its absence shows on import
+from distributed import Client
+
 from fixer.fleet.scan import FileScan, Found, scan_file
 
 
 def scan_on_dask(files: Sequence[str], address: str, team: tuple[str, ...] = ()) -> tuple[list[Found], list[str]]:
     """As `fixer.fleet.scan.scan`: the tracebacks, and why each skipped file was skipped."""
-    import dask.bag as db
-    from distributed import Client
-
     with Client(address) as client:
         partitions = max(1, min(len(files), 8 * max(1, len(client.nthreads()))))
         bag = db.from_sequence(list(files), npartitions=partitions).map(scan_file, team)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -24,7 +23,7 @@ from pathlib import Path, PurePath
 
 from fixer import textio
 from fixer.explain.evidence import extract
-from fixer.explain.literals import one_input, slow_notice
+from fixer.explain.literals import cover, one_input, slow_notice
 from fixer.explain.match import Matcher
 from fixer.explain.narrow import settled
 from fixer.explain.normalise import normalise
@@ -33,12 +32,9 @@ from fixer.kb.catalog import load
 
 MAX_SHOWN_MESSAGE = 200
 # Most log lines are progress: the KB's messages are sought only in lines (and chunks of lines) that
-# could hold one.
-_MAY_BE_AN_ERROR = re.compile(r"rror|xception|evice|CUDA|cuda|numpy|backend")
-
-
-def _may_be_an_error(text: str) -> bool:
-    return _MAY_BE_AN_ERROR.search(text) is not None
+# hold a word every message needs one of. The words come from the KB's messages (`cover`); these go
+# first because errors use them and progress lines seldom do.
+_ERROR_WORDS = ("rror", "xception", "evice", "cuda", "numpy", "backend")
 
 
 @dataclass(frozen=True)
@@ -70,19 +66,20 @@ class FileScan:
 
 
 @lru_cache(maxsize=4)
-def _matcher(team: tuple[str, ...]) -> Matcher:
-    return Matcher(load(team=[Path(d) for d in team]), read_code=False)
+def _matcher(team: tuple[str, ...]) -> tuple[Matcher, Callable[[str], bool]]:
+    """The matcher, and whether a text may hold one of its messages."""
+    matcher = Matcher(load(team=[Path(d) for d in team]), read_files=False)
+    gate = cover((regex.needs for regex in matcher.known_messages.regexes), _ERROR_WORDS)
+    return matcher, (lambda text: True) if gate is None else (lambda text: gate.search(text.lower()) is not None)
 
 
 def scan_file(path: str, team: tuple[str, ...] = ()) -> FileScan:
     """Every traceback in the file at `path`; a file that cannot be read is skipped, with the reason."""
-    matcher = _matcher(team)
+    matcher, may_hold = _matcher(team)
     known = matcher.known_messages
     try:
         with one_input() as reading:
-            blocks = textio.file_blocks(
-                Path(path), lambda line: _may_be_an_error(line) and bool(known.search(line)), _may_be_an_error
-            )
+            blocks = textio.file_blocks(Path(path), lambda line: may_hold(line) and bool(known.search(line)), may_hold)
     except textio.InputError as exc:
         return FileScan([], str(exc))
     found: list[Found] = []
@@ -98,9 +95,9 @@ def scan_file(path: str, team: tuple[str, ...] = ()) -> FileScan:
 
 def _found(path: str, block: textio.Block, matcher: Matcher) -> Found | None:
     tb = parse(block.text, matcher.known_messages)
-    if tb is None or not (tb.exception or tb.message):
+    if tb is None or not (tb.exception or tb.message or tb.frames):
         return None
-    matches = matcher.rank(extract(tb, read_code=False))
+    matches = matcher.rank(extract(tb, read_files=False))
     first = matches[0] if matches else None
     line = tb.message.strip().split("\n", 1)[0] if tb.message.strip() else ""
     return Found(

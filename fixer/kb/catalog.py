@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from fixer.explain.literals import AnyOf, known_messages
 from fixer.kb.paths import KBError, default_root, team_dirs
 from fixer.kb.schema import Entry
+from fixer.kb.unwritten import unwritten
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -30,6 +31,7 @@ class Catalog:
     root: Path
     problems: tuple[str, ...] = field(default=())
     files: dict[str, Path] = field(default_factory=dict)  # where each entry was read from; team entries too
+    drafts: tuple[str, ...] = field(default=())  # entries left out for the TODOs in them: each file and what
 
     @property
     def team(self) -> set[str]:
@@ -117,15 +119,19 @@ def _check_nodes(root: yaml.Node) -> None:
             stack.extend((part, depth + 1) for pair in node.value for part in pair)
 
 
-def load(root: Path | None = None, *, team: Sequence[Path] | None = None, strict: bool = False) -> Catalog:
+def load(
+    root: Path | None = None, *, team: Sequence[Path] | None = None, strict: bool = False, drafts: bool = False
+) -> Catalog:
     """Every entry under `root`, then under each team directory (default: `team_dirs()`). Broken files,
     and team entries that take an id without `overrides: true`, are skipped and listed in `problems`
-    (or raise, if strict)."""
+    (or raise, if strict). Drafts, whose TODOs no person has written yet, are left out and listed in
+    `drafts` unless `drafts` asks for them: an unwritten entry must not rank first or reach a wiki."""
     root = root or default_root()
     team = team_dirs() if team is None else team
     entries: dict[str, Entry] = {}
     files: dict[str, Path] = {}
     problems: list[str] = []
+    left_out: list[str] = []
     for directory in (root, *team):
         if not directory.is_dir():
             raise KBError(f"no knowledge base at {directory}")
@@ -140,10 +146,15 @@ def load(root: Path | None = None, *, team: Sequence[Path] | None = None, strict
                     raise
                 problems.append(str(exc))
                 continue
-            if not entry.retired:
-                entries[entry.id] = entry
-                files[entry.id] = path
-    return Catalog(entries=entries, root=root, problems=tuple(problems), files=files)
+            if entry.retired:
+                continue
+            todo = [] if drafts else unwritten(entry)
+            if todo:
+                left_out.append(f"{shown(path, root)} ({len(todo)} to write; first: {todo[0]})")
+                continue
+            entries[entry.id] = entry
+            files[entry.id] = path
+    return Catalog(entries=entries, root=root, problems=tuple(problems), files=files, drafts=tuple(left_out))
 
 
 def shown(path: Path, root: Path) -> str:

@@ -64,9 +64,15 @@ class Draft:
     closest: list[tuple[str, int]]  # (entry id, score) of the KB entries that already match, best first
 
 
-def draft_entry(text: str, catalog: Catalog, *, entry_id: str | None = None, source: str | None = None) -> Draft:
+def draft_entry(
+    text: str, catalog: Catalog, *, entry_id: str | None = None, source: str | None = None, redact: bool = True
+) -> Draft:
     """A draft entry for the traceback in `text`; `entry_id` and `source` as given, else suggested and a
-    placeholder. Raises `DraftError` when the text has no error message, or the id or source is unusable."""
+    placeholder. Raises `DraftError` when the text has no error message, or the id or source is unusable.
+
+    With `redact` (the default) the example is the traceback as `--redact` posts it: a team KB is shared
+    and published as a wiki, and a paste carries home folders, user and host names and tokens."""
+
     explanation = Matcher(catalog).explain(text)
     tb, evidence = explanation.traceback, explanation.evidence
     if tb is None or evidence is None:
@@ -86,9 +92,10 @@ def draft_entry(text: str, catalog: Catalog, *, entry_id: str | None = None, sou
         "libraries": _Flow(sorted(lib for lib in evidence.libraries if lib != "python")),
         "ops": _Flow([evidence.op] if evidence.op else []),
     }
-    data = _entry_data(chosen, signature, text, source or PLACEHOLDER_SOURCE, tags)
+    example = _redacted(text) if redact else text
+    data = _entry_data(chosen, signature, example, source or PLACEHOLDER_SOURCE, tags)
     Entry.model_validate(data)  # the draft must load: a schema change that outdates this module fails here
-    rendered = _render(data, text)
+    rendered = _render(data, example)
     size = len(rendered.encode("utf-8"))
     if size > MAX_ENTRY_BYTES:  # `read_entry` would refuse the file
         raise DraftError(
@@ -96,6 +103,12 @@ def draft_entry(text: str, catalog: Catalog, *, entry_id: str | None = None, sou
             "paste only the traceback"
         )
     return Draft(id=chosen, yaml=rendered, closest=[(match.id, match.score) for match in explanation.matches])
+
+
+def _redacted(text: str) -> str:
+    from fixer.output.redact import redact
+
+    return redact(text)
 
 
 def _check_source(source: str) -> None:
@@ -140,13 +153,17 @@ def _type_name(token: str) -> str:
 
 
 # The parts of a message that vary between runs, each with the pattern that stands for it: the parts
-# `normalise` turns into placeholders. Device kinds stay literal, as they do there ("cuda and cpu" and
-# "cuda and cuda" have different causes); an ordinal is a number, so `cuda:0` becomes `cuda:\d+`.
+# `normalise` turns into placeholders. A device is any device: the pair in one paste is one run's, and
+# a signature of it alone would claim every traceback with that pair for the draft's cause; a team
+# that means one pair writes a rule on the devices.
+_DEVICE = r"\b(?:cuda|cpu|mps|meta|xpu|hpu|npu|xla|mtia|privateuseone)(?::\d+)?(?![\w:])"
+_ANY_DEVICE = r"\w+(?::\d+)?"
 _Replacement = Callable[[str], str]
 _PARTS: tuple[tuple[str, _Replacement], ...] = (
     (r"0x[0-9a-fA-F]+", lambda _: r"0x[0-9a-fA-F]+"),
     (r"(?:[A-Za-z]:)?[\w.~-]*(?:[\\/][\w.~-]+){2,}", lambda _: r"\S+"),  # a path: two separators at least
     (r"torch\.(?:cuda\.)?[A-Z]\w*Tensor\b|\b(?:CUDA|CPU|MPS)\w*Type\b", _type_name),
+    (_DEVICE, lambda _: _ANY_DEVICE),
     (r"torch\.Size\(\[[\d, ]*\]\)", lambda _: r"torch\.Size\(\[[\d, ]*\]\)"),
     (r"\(\d+(?:, ?\d+)+\)", lambda _: r"\([\d, ]+\)"),
     (r"\[\d+(?:, ?\d+)+\]", lambda _: r"\[[\d, ]+\]"),

@@ -151,6 +151,7 @@ class Index:
     arguments: tuple[Regex, ...]  # the arguments some rule speaks of
     priors: dict[str, dict[str, Prior]]
     problems: tuple[str, ...] = ()  # the files the catalog skipped, said again on every load
+    drafts: tuple[str, ...] = ()  # the drafts it left out (Catalog.drafts), said again too
 
 
 REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame")
@@ -189,11 +190,14 @@ def build(catalog: Catalog) -> Index:
                 examples=tuple(examples),
             )
         )
-    return _assembled(tuple(entries), priors.load(catalog.root), catalog.problems)
+    return _assembled(tuple(entries), priors.load(catalog.root), catalog.problems, catalog.drafts)
 
 
 def _assembled(
-    entries: tuple[IndexedEntry, ...], priors: dict[str, dict[str, Prior]], problems: tuple[str, ...]
+    entries: tuple[IndexedEntry, ...],
+    priors: dict[str, dict[str, Prior]],
+    problems: tuple[str, ...],
+    drafts: tuple[str, ...],
 ) -> Index:
     bearing: dict[str, dict[int, int]] = {}  # pattern -> entry -> the place of the pattern among its signatures
     for number, entry in enumerate(entries):
@@ -231,6 +235,7 @@ def _assembled(
         arguments=tuple(arguments[p] for p in sorted(arguments)),
         priors=priors,
         problems=problems,
+        drafts=drafts,
     )
 
 
@@ -286,6 +291,7 @@ def dumps(index: Index) -> str:
             m: {c: [p.count, p.total, p.points] for c, p in causes.items()} for m, causes in index.priors.items()
         },
         "problems": list(index.problems),
+        "drafts": list(index.drafts),
     }
     return json.dumps(head, ensure_ascii=False) + "\n" + "".join(line + "\n" for line in lines)
 
@@ -319,6 +325,7 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         arguments=tuple(Regex.from_json(r) for r in head["arguments"]),
         priors={m: {c: Prior(*p) for c, p in causes.items()} for m, causes in head["priors"].items()},
         problems=tuple(head["problems"]),
+        drafts=tuple(head["drafts"]),
     )
 
 
@@ -405,18 +412,20 @@ def _stamp(file: os.DirEntry[str]) -> tuple[str, int, int]:
     return file.name, info.st_size, info.st_mtime_ns
 
 
-def load(root: Path, team: tuple[Path, ...]) -> Index:
-    """The index of the KB at `root` plus the team directories, from the cache when it is current."""
+def load(root: Path, team: tuple[Path, ...], *, drafts: bool = False) -> Index:
+    """The index of the KB at `root` plus the team directories, from the cache when it is current;
+    with `drafts`, the entries that still hold TODOs too (an index of its own)."""
     directories = (root, *team)
     family = hashlib.blake2b("\0".join(str(d.resolve()) for d in directories).encode(), digest_size=8).hexdigest()
-    path = cache.directory() / "index" / f"{family}-{fingerprint(directories)}.json"
+    kind = "-drafts" if drafts else ""
+    path = cache.directory() / "index" / f"{family}-{fingerprint(directories)}{kind}.json"
     try:
         return _read(path)
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):  # absent, stale or damaged
         pass
     from fixer.kb.catalog import load as load_catalog
 
-    index = build(load_catalog(root, team=team))
+    index = build(load_catalog(root, team=team, drafts=drafts))
     _write(path, dumps(index))
     return index
 

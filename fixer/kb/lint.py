@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from fixer.kb.catalog import Catalog, KBError, clash, read_entry, shown
 from fixer.kb.index import REGEX_FIELDS
 from fixer.kb.repro import Verification, verification
 from fixer.kb.schema import Entry
+from fixer.kb.unwritten import unwritten
 from fixer.patching import registry
 
 
@@ -144,48 +145,10 @@ def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str], files
         if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():
             problems.append(Problem(file, "repro.code and repro.fixed are the same code"))
         problems.extend(Problem(file, message) for message in _codemod_problems(entry))
-        problems.extend(Problem(file, message) for message in _unwritten(entry))
+        problems.extend(Problem(file, message) for message in unwritten(entry))
     problems.extend(_shared_wordings_weigh_alike(entries, names))
     problems.extend(_examples_rank_first(entries, root, names, files))
     return problems
-
-
-# Domains reserved for examples (RFC 2606): a source there is a placeholder, never the thread quoted.
-_PLACEHOLDER_HOSTS = ("example.com", "example.net", "example.org")
-
-
-def _unwritten(entry: Entry) -> list[str]:
-    """What a draft (`fixer kb new`) left for a person to write: each field still starting with `TODO`,
-    named by its path, and an example source on a placeholder domain. A draft passes the schema, so
-    without this check it could pass for a finished entry."""
-    found = [
-        f"TODO left in {path}: {_what_to_write(text)}"
-        for path, text in _strings(entry.model_dump())
-        if text.startswith("TODO")
-    ]
-    for number, example in enumerate(entry.examples):
-        host = example.source.host or ""
-        if any(host == domain or host.endswith(f".{domain}") for domain in _PLACEHOLDER_HOSTS):
-            found.append(f"examples[{number}].source is a placeholder ({host}): link the public page it is quoted from")
-    return found
-
-
-def _what_to_write(todo: str) -> str:
-    """`TODO: write the fix in one sentence` -> `write the fix in one sentence`, its first line."""
-    rest = todo.removeprefix("TODO").lstrip(" :-").strip()
-    return rest.splitlines()[0] if rest else "write it"
-
-
-def _strings(value: object, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every string in a dumped entry with its path: `title`, `fix.steps[0]`, `quiz.wrong[1]`."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{path}[{index}]")
 
 
 def _codemod_problems(entry: Entry) -> list[str]:

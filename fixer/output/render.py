@@ -25,6 +25,7 @@ from fixer.explain.narrow import Certainty, certainty
 from fixer.explain.parse import Traceback
 from fixer.kb.schema import Entry
 from fixer.output import diff as unified
+from fixer.output import display
 from fixer.patching.needs import NEEDS
 
 ColorChoice = Literal["auto", "always", "never"]
@@ -402,14 +403,22 @@ class _Console(Console):
 
 
 def console(stderr: bool = False, color: ColorChoice = "auto") -> Console:
-    """`auto` follows the stream, NO_COLOR and FORCE_COLOR; `always` and `never` overrule them."""
-    return _Console(
+    """`auto` follows the stream, NO_COLOR and FORCE_COLOR; `always` and `never` overrule them.
+
+    rich's own NO_COLOR handling drops colours but keeps bold and dim; fixer drops every escape code,
+    so what `--color never` writes is the text and nothing else."""
+    out = _Console(
         stderr=stderr,
         highlight=False,
         soft_wrap=False,
         force_terminal=True if color == "always" else None,
-        no_color={"always": False, "never": True}.get(color),
+        no_color=False if color == "always" else None,
+        color_system=None if display.plain(color) else "auto",
     )
+    columns = display.width(out.is_terminal)
+    if columns is not None:
+        out.width = columns
+    return out
 
 
 def colors(out: Console) -> bool:

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,9 @@ HEADED = [(entry, text) for entry, _, text in kb_examples() if "Traceback (most 
 
 
 @pytest.fixture(scope="module")
-def text_matcher(catalog) -> Matcher:
-    return Matcher(catalog, read_code=False)
+def log_matcher(catalog) -> Matcher:
+    """fixer explain on a log from another machine: the code it shows is read, the files it names are not."""
+    return Matcher(catalog, read_files=False)
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +61,10 @@ def test_every_traceback_in_the_logs_is_found_where_it_is(logs):
         assert line.strip() and line in text.split("\n")  # its header, or its message when it has none
 
 
-def test_each_traceback_gets_the_cause_fixer_explain_gives_its_text(logs, text_matcher):
+def test_each_traceback_gets_the_cause_fixer_explain_gives_its_text(logs, log_matcher):
     root, placed = logs
     for item, (_, _, text) in zip(scan(expand([str(root)]))[0], placed, strict=True):
-        expected = text_matcher.explain(text).matches
+        expected = log_matcher.explain(text).matches
         assert item.cause == (expected[0].id if expected else None)
 
 
@@ -167,6 +169,42 @@ def test_a_message_printed_just_above_its_traceback_makes_one_finding(entry, num
     log.write_text(NOISE + text.rstrip("\n") + "\n" + NOISE)
     [item] = scan_file(str(log)).found
     assert item.cause == entry
+
+
+@pytest.mark.parametrize("compress", ["gzip", "bz2", "lzma"])
+def test_rotated_compressed_logs_are_read_like_plain_ones(compress, logs):
+    import importlib
+
+    root, _ = logs
+    plain = root / "jobs" / "job03.log"
+    packed = root / f"rotated.{compress}" / "job03.log.1.z"
+    packed.parent.mkdir(exist_ok=True)
+    packed.write_bytes(importlib.import_module(compress).compress(plain.read_bytes()))
+    found, skipped = scan([str(packed)])
+    assert skipped == [] and len(found) == 3
+    assert [(f.line, f.cause, f.fingerprint) for f in found] == [
+        (f.line, f.cause, f.fingerprint) for f in scan_file(str(plain)).found
+    ]
+
+
+def test_a_damaged_compressed_log_is_skipped_with_the_reason(tmp_path, capsys):
+    (tmp_path / "bad.log.gz").write_bytes(b"\x1f\x8b" + b"not really gzip" * 20)
+    (tmp_path / "good.log").write_text(HEADED[0][1])
+    assert main(["scan", "--csv", str(tmp_path)]) == OK
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"fixer: skipped {tmp_path / 'bad.log.gz'}: the gzip data is damaged")
+    assert captured.err.count("\n") == 1
+    assert len(list(csv.DictReader(io.StringIO(captured.out)))) == 1
+
+
+def test_scan_on_dask_without_the_fleet_extra_names_the_install(monkeypatch, tmp_path, capsys):
+    (tmp_path / "job.log").write_text(HEADED[0][1])
+    for module in ("dask", "dask.bag", "distributed"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "fixer.fleet.dask", raising=False)  # imported afresh, as in a new process
+    assert main(["scan", "--dask", "tcp://127.0.0.1:8786", str(tmp_path)]) == USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'fixer[fleet]'" in err and "internal error" not in err
 
 
 def test_a_log_directory_with_pipes_devices_sockets_binaries_and_loops_is_scanned_without_hanging(tmp_path):

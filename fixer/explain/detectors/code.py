@@ -196,7 +196,7 @@ class Code:
         return (*self.scopes, *self.shown)
 
     @classmethod
-    def of(cls, frames: Iterable[Frame], text: str = "") -> Code:
+    def of(cls, frames: Iterable[Frame], text: str = "", *, read_files: bool = True) -> Code:
         frames = tuple(frames)
         # A deep recursion prints the same few frames thousands of times: each distinct line is read once.
         # Of a traceback deeper still, the innermost and the outermost lines are read: the failing code,
@@ -212,7 +212,7 @@ class Code:
         )
         half = MAX_PRINTED_LINES // 2
         printed = tuple(distinct if len(distinct) <= MAX_PRINTED_LINES else distinct[:half] + distinct[-half:])
-        files = user_files(frames)
+        files = user_files(frames) if read_files else {}
         shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
         return cls(printed, tuple(_scopes(files)), text, shown)
 
