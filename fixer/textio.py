@@ -155,7 +155,7 @@ class TracebackBlocks:
         elif block is None and (above := self._last.get(rank)) is not None and self.starts(f"{above} {line}"):
             # a message wrapped onto two lines (by a terminal, a logger or its own newline) starts at the first
             recent = self._recent.get(rank)
-            wrapped = bool(recent) and recent[-1] == above
+            wrapped = recent is not None and bool(recent) and recent[-1] == above
             block = self._open[rank] = (self.count - 1, [above]) if wrapped else (self.count, [])
             self._bare.add(rank)
             self._frames[rank] = self._frames_above(rank, skip=int(wrapped))

@@ -384,9 +384,10 @@ def cover(needed: Iterable[Needs], seeds: Sequence[str] = (), length: int = 7) -
     for item in needed:
         if not item:
             return None
-        words = set().union(*(_common_words(strings, length) for strings in item))
+        words = {word for strings in item for word in _common_words(strings, length)}
         if not words:
-            chosen.extend(min(item, key=len))
+            fewest: tuple[str, ...] = min(item, key=len)
+            chosen.extend(fewest)
         options.append(words)
     uncovered = [n for n, words in enumerate(options) if words and not any(c in w for w in words for c in chosen)]
     while uncovered:
