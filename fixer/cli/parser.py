@@ -206,9 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
         "scan",
         parents=[shared],
         help="find every traceback in many logs and group them by cause and fingerprint",
-        description="Read every file under the PATHs (a cluster's job logs), find each traceback in them, rank its "
-        "cause on the text alone, and group them by cause and by fingerprint (exception, normalised message and "
-        "user frames). Uses every local core, or the workers of a Dask cluster with --dask.",
+        description="Read every file under the PATHs (a cluster's job logs; gzip, bzip2 and xz too), find each "
+        "traceback in them, rank its cause as `fixer explain` does (the code each shows, not the files it names), "
+        "and group them by cause and by fingerprint (exception, normalised message and user frames). Uses every "
+        "local core, or the workers of a Dask cluster with --dask.",
         epilog="exit codes: 0 tracebacks found, 2 bad usage or a missing path, 3 no traceback in any file.",
     )
     scan.add_argument("paths", nargs="+", metavar="PATH", help="log files, or directories to read every file under")

@@ -1,9 +1,9 @@
-"""Scan job logs: find every traceback, rank its cause on the text alone, and group what was found.
+"""Scan job logs: find every traceback, rank its cause as `fixer explain` does, and group what was found.
 
 `scan_file` is a pure function of a file's bytes and the KB, so the same call runs in this process, in
 a pool of local processes (`scan`), or on the workers of a Dask cluster (`fixer.fleet.dask`). Each
-process builds its matcher once. The code the frames name is not read: the logs come from other
-machines, whose files are not here.
+process builds its matcher once. The code each traceback shows is read, as explain reads it; the files
+its frames name are not: the logs come from other machines, whose files are not here.
 
 A fingerprint groups the same failure across jobs, as Sentry groups events: the exception type, the
 normalised message (devices as kinds, numbers and paths as placeholders) and the user frames by file
