@@ -22,12 +22,11 @@ from functools import lru_cache
 from pathlib import Path, PurePath
 
 from fixer import textio
-from fixer.explain.evidence import extract
 from fixer.explain.literals import cover, one_input, slow_notice
-from fixer.explain.match import Matcher
+from fixer.explain.match import Explanation, Matcher
 from fixer.explain.narrow import settled
 from fixer.explain.normalise import normalise
-from fixer.explain.parse import Traceback, parse
+from fixer.explain.parse import Traceback
 from fixer.kb.catalog import load
 
 MAX_SHOWN_MESSAGE = 200
@@ -85,19 +84,18 @@ def scan_file(path: str, team: tuple[str, ...] = ()) -> FileScan:
     found: list[Found] = []
     skipped = dict(reading.skipped)
     for block in blocks:
-        with one_input() as ranking:
-            item = _found(path, block, matcher)
-        skipped.update(ranking.skipped)
+        result = matcher.explain(block.text)  # explain's own reading and ranking, block by block
+        skipped.update(result.slow)
+        item = _found(path, block, result)
         if item is not None:
             found.append(item)
     return FileScan(found, slow=tuple(slow_notice(owner, pattern) for owner, pattern in skipped.items()))
 
 
-def _found(path: str, block: textio.Block, matcher: Matcher) -> Found | None:
-    tb = parse(block.text, matcher.known_messages)
+def _found(path: str, block: textio.Block, result: Explanation) -> Found | None:
+    tb, matches = result.traceback, result.matches
     if tb is None or not (tb.exception or tb.message or tb.frames):
         return None
-    matches = matcher.rank(extract(tb, read_files=False))
     first = matches[0] if matches else None
     line = tb.message.strip().split("\n", 1)[0] if tb.message.strip() else ""
     return Found(

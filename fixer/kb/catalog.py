@@ -31,7 +31,7 @@ class Catalog:
     root: Path
     problems: tuple[str, ...] = field(default=())
     files: dict[str, Path] = field(default_factory=dict)  # where each entry was read from; team entries too
-    drafts: tuple[str, ...] = field(default=())  # entries left out for the TODOs in them: each file and what
+    drafts: tuple[str, ...] = field(default=())  # the files left out for their TODOs, each with its first TODO
 
     @property
     def team(self) -> set[str]:

@@ -21,6 +21,7 @@ from fixer.explain.match import Matcher
 from fixer.explain.normalise import normalise
 from fixer.kb.catalog import MAX_ENTRY_BYTES, Catalog
 from fixer.kb.schema import ENTRY_ID, Entry
+from fixer.output import redact as redaction
 
 SCHEMA_IN_KB = "../docs/schema/entry.schema.json"  # from kb/ in fixer's own tree
 SCHEMA_BESIDE = "entry.schema.json"  # in a team's directory: `fixer kb schema -o DIR/entry.schema.json`
@@ -92,7 +93,7 @@ def draft_entry(
         "libraries": _Flow(sorted(lib for lib in evidence.libraries if lib != "python")),
         "ops": _Flow([evidence.op] if evidence.op else []),
     }
-    example = _redacted(text) if redact else text
+    example = redaction.redact(text) if redact else text
     data = _entry_data(chosen, signature, example, source or PLACEHOLDER_SOURCE, tags)
     Entry.model_validate(data)  # the draft must load: a schema change that outdates this module fails here
     rendered = _render(data, example)
@@ -103,12 +104,6 @@ def draft_entry(
             "paste only the traceback"
         )
     return Draft(id=chosen, yaml=rendered, closest=[(match.id, match.score) for match in explanation.matches])
-
-
-def _redacted(text: str) -> str:
-    from fixer.output.redact import redact
-
-    return redact(text)
 
 
 def _check_source(source: str) -> None:

@@ -18,6 +18,7 @@ from fixer.cli.common import NO_TRACEBACK, OK, USAGE, CliError
 from fixer.cli.kb import new
 from fixer.explain.match import Matcher
 from fixer.explain.narrow import within_reach
+from fixer.explain.parse import parse
 from fixer.kb.catalog import Catalog, read_entry
 from fixer.kb.draft import MAX_SIGNATURE, PLACEHOLDER_SOURCE, Draft, DraftError, NoTraceback, draft_entry
 from fixer.kb.lint import lint
@@ -155,16 +156,9 @@ def test_a_draft_holds_no_local_path_user_host_or_token_unless_asked(catalog, tm
     for private in ("alice", "gpu-node-17", "hf_abcdefghij", "/home/", "/mnt/team-acme", "/opt/conda"):
         assert private in kept  # the check below can fail
         assert private not in drafted, private
-    entry = _written(draft_entry(text, catalog), tmp_path)
-    assert matcher_reads(entry.examples[0].traceback).frames[-1].function == "forward"
-
-
-def matcher_reads(text: str):
-    from fixer.explain.parse import parse
-
-    tb = parse(text)
-    assert tb is not None
-    return tb
+    example = _written(draft_entry(text, catalog), tmp_path).examples[0].traceback
+    read = parse(example)
+    assert read is not None and read.frames[-1].function == "forward"  # redacted, it still reads as a traceback
 
 
 def test_a_message_wrapped_after_a_comma_goes_on_to_the_next_line(catalog, tmp_path):

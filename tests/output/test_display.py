@@ -77,7 +77,7 @@ def test_width_and_columns_wrap_a_pipe_where_asked():
         (_piped("explain", "--example", "--width", "60"), 60),
         (_piped("explain", "--example", COLUMNS="70"), 70),
     ):
-        prose = [line for line in out.split("before:")[0].splitlines()]
+        prose = out.split("before:")[0].splitlines()
         assert max(map(len, prose)) <= width
         assert EXAMPLE_MESSAGE not in prose
 
