@@ -46,7 +46,7 @@ def export(form: str, output: str) -> int:
     return OK
 
 
-_WHAT = {"wiki": "wiki pages", "html": "HTML snippets", "json": "JSON document"}
+_WHAT = {"wiki": "wiki pages", "mkdocs": "MkDocs pages", "html": "HTML snippets", "json": "JSON document"}
 
 
 def _files(form: str, entries: Catalog) -> dict[str, str]:
@@ -54,6 +54,10 @@ def _files(form: str, entries: Catalog) -> dict[str, str]:
         from fixer.output.wiki import wiki_pages
 
         return wiki_pages(entries)
+    if form == "mkdocs":
+        from fixer.output.wiki import mkdocs_pages
+
+        return mkdocs_pages(entries)
     if form == "html":
         from fixer.output.snippets import html_snippets
 

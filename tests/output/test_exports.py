@@ -5,9 +5,13 @@ against its published schema."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urldefrag
 
 import jsonschema
 import pytest
@@ -17,7 +21,7 @@ from fixer.kb.catalog import Catalog, load
 from fixer.kb.schema import Entry
 from fixer.output.kb_document import KBDocument, kb_document
 from fixer.output.snippets import entry_snippet, html_snippets
-from fixer.output.wiki import HOME, SIDEBAR, wiki_pages
+from fixer.output.wiki import HOME, MKDOCS_HOME, SIDEBAR, mkdocs_pages, wiki_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 TEAM = ROOT / "tests" / "kb" / "team"
@@ -75,6 +79,50 @@ def test_every_wiki_link_names_a_page_of_the_wiki(merged):
                 assert target in names, f"{name} links to {target}"
     sidebar = _links(pages[f"{SIDEBAR}.md"])
     assert sorted(sidebar) == sorted([HOME, *(e.id for e in merged)])
+
+
+def _broken_links(site: Path) -> list[str]:
+    """Each relative link in a built site's pages that leads to no page or file of it."""
+    broken = []
+    for page in site.rglob("*.html"):
+        for href in re.findall(r'<a [^>]*href="([^"]+)"', page.read_text(encoding="utf-8")):
+            target = urldefrag(href)[0]
+            if not target or target.startswith("/") or re.match(r"[a-z]+:", target):
+                continue  # the page itself, the 404 page's site-absolute links, other sites
+            path = (page.parent / unquote(target)).resolve()
+            if not (path.is_file() or (path / "index.html").is_file()):
+                broken.append(f"{page.relative_to(site)} -> {href}")
+    return broken
+
+
+def _built(pages: dict[str, str], root: Path) -> Path:
+    """The pages as a team's own MkDocs site (Material, md_in_html) builds them with --strict."""
+    for name, text in pages.items():
+        (root / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "docs" / name).write_text(text, encoding="utf-8")
+    config = "site_name: Team KB\ntheme:\n  name: material\nmarkdown_extensions:\n  - md_in_html\n"
+    (root / "mkdocs.yml").write_text(config)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(root / "mkdocs.yml")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return root / "site"
+
+
+def test_a_mkdocs_site_builds_strict_from_the_mkdocs_export_with_every_link_resolving(merged, tmp_path):
+    pytest.importorskip("mkdocs")
+    pages = mkdocs_pages(merged)
+    assert set(pages) == {f"{e.id}.md" for e in merged} | {f"{MKDOCS_HOME}.md"}
+    site = _built(pages, tmp_path / "mkdocs")
+    assert _broken_links(site) == []
+    assert (site / "cuda-out-of-memory" / "index.html").is_file()  # the team's entry too
+    # the check can fail: the wiki's links, by page name, lead nowhere in a MkDocs site
+    assert _broken_links(_built(wiki_pages(merged), tmp_path / "wiki"))
 
 
 def test_wiki_pages_are_plain_github_markdown(merged):
