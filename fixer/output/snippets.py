@@ -17,7 +17,9 @@ import markdown
 import nh3
 
 from fixer.kb.schema import Entry
-from fixer.output.markdown import entry_page, gfm
+from fixer.output.markdown import entry_page, gfm, index_page
+
+INDEX = "index.html"
 
 _FLAVOUR = gfm(link=lambda entry_id: f"{entry_id}.html", details_attributes=' markdown="1"')
 _TAGS = {
@@ -39,7 +41,18 @@ _STYLE = """<style>
 
 
 def entry_snippet(entry: Entry) -> str:
-    body = markdown.markdown(entry_page(entry, _FLAVOUR), extensions=["fenced_code", "tables", "md_in_html"])
+    return _snippet(entry_page(entry, _FLAVOUR), f"fixer-{entry.id}")
+
+
+def index_snippet(entries: Iterable[Entry]) -> str:
+    """The folder's front page: every entry by title, linking to its snippet, and by library and op."""
+    return _snippet(
+        index_page(entries, link=_FLAVOUR.link).replace("# All entries", "# PyTorch device errors", 1), "fixer-index"
+    )
+
+
+def _snippet(page: str, anchor: str) -> str:
+    body = markdown.markdown(page, extensions=["fenced_code", "tables", "md_in_html"])
     clean = nh3.clean(
         body,
         tags=_TAGS,
@@ -47,9 +60,11 @@ def entry_snippet(entry: Entry) -> str:
         url_schemes={"https", "http"},
         link_rel="noopener noreferrer",
     )
-    return f'<div class="fixer-entry" id="fixer-{entry.id}">\n{_STYLE}\n{clean}\n</div>\n'
+    return f'<div class="fixer-entry" id="{anchor}">\n{_STYLE}\n{clean}\n</div>\n'
 
 
 def html_snippets(entries: Iterable[Entry]) -> dict[str, str]:
-    """File name -> HTML; related entries link to each other's files, so the folder can be served as is."""
-    return {f"{entry.id}.html": entry_snippet(entry) for entry in sorted(entries, key=lambda e: e.id)}
+    """File name -> HTML; related entries link to each other's files and `index.html` lists them all, so
+    the folder can be served as is."""
+    entries = sorted(entries, key=lambda e: e.id)
+    return {**{f"{entry.id}.html": entry_snippet(entry) for entry in entries}, INDEX: index_snippet(entries)}

@@ -20,7 +20,7 @@ from markdown_it import MarkdownIt
 from fixer.kb.catalog import Catalog, load
 from fixer.kb.schema import Entry
 from fixer.output.kb_document import KBDocument, kb_document
-from fixer.output.snippets import entry_snippet, html_snippets
+from fixer.output.snippets import INDEX, entry_snippet, html_snippets
 from fixer.output.wiki import HOME, MKDOCS_HOME, SIDEBAR, mkdocs_pages, wiki_pages
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ _LOADING = {"script", "img", "iframe", "link", "object", "embed", "source", "vid
 
 def test_html_snippets_have_no_script_and_load_nothing(merged):
     snippets = html_snippets(merged)
-    assert set(snippets) == {f"{e.id}.html" for e in merged}
+    assert set(snippets) == {f"{e.id}.html" for e in merged} | {INDEX}
     for name, snippet in snippets.items():
         found = _tags(snippet)
         assert not _LOADING & {tag for tag, _ in found.tags}, name
@@ -161,6 +161,12 @@ def test_html_links_are_the_cited_sources_or_other_snippets(merged):
         hrefs = [attrs.get("href") for tag, attrs in _tags(snippets[f"{entry.id}.html"]).tags if tag == "a"]
         for href in hrefs:
             assert href in sources or href in snippets, (entry.id, href)
+
+
+def test_the_html_index_links_every_snippet_and_nothing_else(merged):
+    snippets = html_snippets(merged)
+    hrefs = [attrs.get("href") for tag, attrs in _tags(snippets[INDEX]).tags if tag == "a"]
+    assert set(hrefs) == set(snippets) - {INDEX}
 
 
 def test_a_hostile_team_entry_is_cleaned_out_of_its_snippet(merged):
