@@ -1,7 +1,12 @@
 """The exercises: made from the entries' verified repros, most common causes first, four distinct choices
-whose wrong ones are the causes fixer ranks next for that traceback, the same on every run."""
+whose wrong ones are the causes fixer ranks next for that traceback, the same on every run, and no
+comment of the repro's left in to name the answer."""
 
 from __future__ import annotations
+
+import io
+import re
+import tokenize
 
 from fixer.explain import priors
 from fixer.training import CHOICES, exercises, path
@@ -33,3 +38,20 @@ def test_exercises_are_the_same_on_every_run(catalog):
     first = [[c.id for c in e.choices] for e in exercises(catalog)]
     assert first == [[c.id for c in e.choices] for e in exercises(catalog)]
     assert len({e.answer for e in exercises(catalog)}) > 1  # the answer is not always in one place
+
+
+def test_no_comment_is_left_to_give_the_answer_away_and_lines_still_match(catalog):
+    commented = 0
+    for exercise in exercises(catalog):
+        code = exercise.entry.repro.code
+        commented += "#" in code
+        assert not [t for t in _tokens(exercise.snippet) if t.type == tokenize.COMMENT], exercise.entry.id
+        assert exercise.snippet.count("\n") == code.count("\n")  # the traceback's line numbers still hold
+        lines = exercise.snippet.splitlines()
+        for number, printed in re.findall(r'File "exercise\.py", line (\d+), in \S+\n    (.*)', exercise.traceback):
+            assert lines[int(number) - 1].strip() == printed, (exercise.entry.id, number)
+    assert commented  # the repros do carry comments: the check above can fail
+
+
+def _tokens(code: str) -> list[tokenize.TokenInfo]:
+    return list(tokenize.generate_tokens(io.StringIO(code).readline))
