@@ -247,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Home.md and _Sidebar.md for a GitHub or GitLab wiki; mkdocs: a page per entry and index.md, linked by "
         "file name, for a folder of a team's MkDocs site; json: one document, fixer-kb.json (schema on "
         "the site's Team page); html: a self-contained snippet per entry, no scripts, nothing loaded; "
-        "notebooks: a Jupyter notebook per entry whose repro runs on a CPU, showing the error, then the fix.",
+        "notebooks: a Jupyter notebook per entry whose repro runs on a CPU: the error, why, a copy to fix with a "
+        "check cell, and a folded solution.",
     )
     export.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="what to write")
     export.add_argument(

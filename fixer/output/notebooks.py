@@ -1,8 +1,9 @@
 """Jupyter notebooks of the KB's exercises: each entry's repro as a lesson a reader runs, not reads.
 
-Seeing the error come out of one's own kernel, then the fix run in the next cell, teaches what a page
-of prose cannot. Only repros that need no accelerator qualify (`needs: cpu`, a FakeTensorMode or meta
-stand-in where a GPU would be), so every notebook runs on a laptop, Binder or a CPU Colab.
+Seeing the error come out of one's own kernel, then fixing it oneself until a check passes, teaches
+what a page of prose cannot; the entry's own fix waits, folded, below the check. Only repros that need
+no accelerator qualify (`needs: cpu`, a FakeTensorMode or meta stand-in where a GPU would be), so every
+notebook runs on a laptop, Binder or a CPU Colab.
 
 Cells carry fixed ids, so writing the notebooks again gives the same files and no spurious diff.
 """
@@ -24,6 +25,28 @@ _META = re.compile(r"""["']meta["']""")  # the device named in `.to("meta")`, `t
 _KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
+# The learner's copy is written to a file the check then runs as a script of its own, so what is checked
+# is the cell as edited, whatever ran in the kernel before it.
+ATTEMPT_MAGIC = "%%writefile attempt.py"
+YOUR_TURN = (
+    "## Your turn\n\nThe next cell holds the broken code again: change it so that it runs, run it (it saves "
+    "your version as `attempt.py`), then run the check below it. Until the code is fixed the check fails, "
+    "saying with what error.\n\n*Hint:* {hint}"
+)
+CHECK = """import runpy
+
+try:
+    runpy.run_path("attempt.py", run_name="__main__")
+except Exception as error:
+    raise AssertionError(f"not fixed yet: it still stops with {type(error).__name__}: {error}") from error
+print("Fixed: attempt.py runs to the end.")"""
+SOLUTION_HEADING = (
+    "## A solution\n\nThe cell below is folded away (click it to show the code); try your own fix first. It "
+    "runs as it stands."
+)
+_HIDDEN = {"source_hidden": True}  # JupyterLab and Notebook 7 fold the cell's code until it is clicked
+
+
 def _stand_in(code: str) -> str:
     """Says what plays the GPU, so a reader on a CPU knows why no GPU is asked for."""
     if "FakeTensorMode" in code:
@@ -34,8 +57,9 @@ def _stand_in(code: str) -> str:
 
 
 def entry_notebook(entry: Entry) -> nbformat.NotebookNode:
-    """Broken code, why, fixed code, in the order a reader meets the problem; raises ValueError for an
-    entry whose repro needs hardware, since the notebook promises to run anywhere."""
+    """Broken code and why, then the learner's turn: a copy to fix, a check that runs it, and a folded
+    solution. Raises ValueError for an entry whose repro needs hardware, since the notebook promises to
+    run anywhere."""
     repro = entry.repro
     if repro is None or repro.needs != "cpu":
         raise ValueError(f"{entry.id}: only an entry whose repro runs on a CPU makes a notebook")
@@ -44,8 +68,11 @@ def entry_notebook(entry: Entry) -> nbformat.NotebookNode:
         new_markdown_cell("## The broken code\n\nThe next cell raises the error.", id="broken-heading"),
         new_code_cell(repro.code.rstrip(), id="broken", metadata={"tags": [RAISES]}),
         new_markdown_cell(f"## Why\n\n{entry.cause.strip()}", id="why"),
-        new_markdown_cell(f"## The fix\n\n{entry.fix.summary.strip()}", id="fix"),
-        new_code_cell(repro.fixed.rstrip(), id="fixed"),
+        new_markdown_cell(YOUR_TURN.format(hint=entry.fix.summary.strip()), id="your-turn"),
+        new_code_cell(f"{ATTEMPT_MAGIC}\n{repro.code.rstrip()}", id="attempt", metadata={"tags": ["exercise"]}),
+        new_code_cell(CHECK, id="check", metadata={"tags": [RAISES]}),
+        new_markdown_cell(SOLUTION_HEADING, id="solution-heading"),
+        new_code_cell(repro.fixed.rstrip(), id="fixed", metadata={"tags": ["solution"], "jupyter": _HIDDEN}),
         new_markdown_cell(f"More on this error, with the fix's steps: `fixer show {entry.id}`", id="more"),
     ]
     notebook = new_notebook(

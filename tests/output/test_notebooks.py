@@ -1,7 +1,8 @@
 """Each KB exercise as a notebook: a valid one, in the order a reader needs, whose broken cell raises its
-entry's error in a real Jupyter kernel (an error fixer explains as that entry) and whose fixed cell then
-runs. Each notebook gets its own kernel, as a reader's would; a kernel costs a start and a torch import,
-a few seconds of CPU, so several run at once and each test waits only for its own."""
+entry's error in a real Jupyter kernel (an error fixer explains as that entry), whose check fails on the
+learner's unfixed copy and passes on a fixed one, and whose folded solution runs. Each notebook gets its
+own kernel, as a reader's would; a kernel costs a start and a torch import, a few seconds of CPU, so
+several run at once and each test waits only for its own."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from nbclient.exceptions import CellExecutionError
 from fixer.explain.match import Matcher
 from fixer.kb.catalog import Catalog, load
 from fixer.kb.schema import Entry
-from fixer.output.notebooks import RAISES, entry_notebook, exercise_entries, write_notebooks
+from fixer.output.notebooks import ATTEMPT_MAGIC, RAISES, entry_notebook, exercise_entries, write_notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = [entry.id for entry in exercise_entries(load(ROOT / "kb"))]
@@ -98,23 +99,26 @@ def test_exercises_are_the_entries_with_a_cpu_repro_in_kb_order(catalog: Catalog
 
 
 @pytest.mark.parametrize("entry_id", EXERCISES)
-def test_notebook_is_valid_and_reads_broken_code_why_fix_fixed_code(entry_id: str, catalog: Catalog) -> None:
+def test_notebook_is_valid_and_reads_broken_code_why_then_the_learners_turn(entry_id: str, catalog: Catalog) -> None:
     entry = _exercise(catalog, entry_id)
     assert entry.repro is not None
     notebook = entry_notebook(entry)
     nbformat.validate(notebook)
     assert notebook.metadata.kernelspec.name == "python3"
-    intro, broken_heading, broken, why, fix, fixed, more = notebook.cells
-    assert [c.cell_type for c in notebook.cells] == ["markdown"] * 2 + ["code"] + ["markdown"] * 2 + [
-        "code",
-        "markdown",
-    ]
+    intro, broken_heading, broken, why, turn, attempt, check, solution_heading, fixed, more = notebook.cells
+    assert [c.cell_type for c in notebook.cells] == [
+        "markdown", "markdown", "code", "markdown", "markdown", "code", "code", "markdown", "code", "markdown",
+    ]  # fmt: skip
     assert intro.source.startswith(f"# {entry.title}\n") and entry.summary.strip() in intro.source
     assert broken_heading.source.startswith("## The broken code")
     assert broken.source == entry.repro.code.rstrip() and broken.metadata.tags == [RAISES]
     assert why.source.startswith("## Why") and entry.cause.strip() in why.source
-    assert fix.source.startswith("## The fix") and entry.fix.summary.strip() in fix.source
-    assert fixed.source == entry.repro.fixed.rstrip() and RAISES not in fixed.metadata.get("tags", [])
+    assert turn.source.startswith("## Your turn") and entry.fix.summary.strip() in turn.source
+    assert attempt.source == f"{ATTEMPT_MAGIC}\n{entry.repro.code.rstrip()}"  # the fix is left to the learner
+    assert check.metadata.tags == [RAISES] and "attempt.py" in check.source
+    assert solution_heading.source.startswith("## A solution")
+    assert fixed.source == entry.repro.fixed.rstrip() and fixed.metadata.jupyter.source_hidden is True
+    assert RAISES not in fixed.metadata.tags
     assert f"fixer show {entry.id}" in more.source
 
 
@@ -182,3 +186,23 @@ def test_fixed_cell_runs_in_the_same_kernel_after_the_broken_one(
     assert fixed.execution_count is not None, "execution stopped before the fixed cell"
     errors = [f"{o.ename}: {o.evalue}" for o in fixed.outputs if o.output_type == "error"]
     assert errors == []
+
+
+@pytest.mark.parametrize("entry_id", EXERCISES)
+def test_the_check_fails_on_the_unfixed_copy_with_the_error_it_raises(
+    entry_id: str, catalog: Catalog, executed: dict[str, Future[nbformat.NotebookNode]]
+) -> None:
+    entry = _exercise(catalog, entry_id)
+    error = _error(_cells(executed[entry_id].result())["check"])
+    assert error.ename == "AssertionError" and error.evalue.startswith("not fixed yet: it still stops with")
+    assert any(re.search(s.pattern, error.evalue) for s in entry.signatures), error.evalue
+
+
+@pytest.mark.parametrize("entry_id", EXERCISES[:3])
+def test_the_check_passes_once_the_copy_is_fixed(entry_id: str, catalog: Catalog, tmp_path: Path) -> None:
+    entry = _exercise(catalog, entry_id)
+    assert entry.repro is not None
+    notebook = entry_notebook(entry)
+    _cells(notebook)["attempt"].source = f"{ATTEMPT_MAGIC}\n{entry.repro.fixed}"  # as a learner would fix it
+    check = _cells(_execute(notebook, tmp_path))["check"]
+    assert [o.text for o in check.outputs if o.output_type == "stream"] == ["Fixed: attempt.py runs to the end.\n"]
