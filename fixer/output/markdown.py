@@ -146,8 +146,12 @@ def entry_page(entry: Entry, flavour: Flavour = MATERIAL) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def index_page(entries: Iterable[Entry], link: Callable[[str], str] = MATERIAL.link) -> str:
-    """Every entry, then the same entries grouped by library and by op, for browsing."""
+FRONT_TITLE = "PyTorch device errors"  # the front page of an export, which holds only the KB
+
+
+def index_page(entries: Iterable[Entry], link: Callable[[str], str] = MATERIAL.link, title: str = "All entries") -> str:
+    """Every entry, then the same entries grouped by library and by op, for browsing; `title` heads it
+    (a site's entries section, or an export's front page)."""
     entries = sorted(entries, key=lambda e: e.id)
     by_library: dict[str, list[Entry]] = defaultdict(list)
     by_op: dict[str, list[Entry]] = defaultdict(list)
@@ -157,7 +161,7 @@ def index_page(entries: Iterable[Entry], link: Callable[[str], str] = MATERIAL.l
         for op in entry.tags.ops:
             by_op[op].append(entry)
     table = "\n".join(f"| [{e.title}]({link(e.id)}) | `{e.id}` |" for e in entries)
-    parts = ["# All entries", f"| Cause | id |\n|---|---|\n{table}", "## By library"]
+    parts = [f"# {title}", f"| Cause | id |\n|---|---|\n{table}", "## By library"]
     for library in sorted(by_library):
         links = ", ".join(f"[{e.id}]({link(e.id)})" for e in by_library[library])
         parts.append(f"- **{library}**: {links}")

@@ -17,7 +17,7 @@ import markdown
 import nh3
 
 from fixer.kb.schema import Entry
-from fixer.output.markdown import entry_page, gfm, index_page
+from fixer.output.markdown import FRONT_TITLE, entry_page, gfm, index_page
 
 INDEX = "index.html"
 
@@ -46,9 +46,7 @@ def entry_snippet(entry: Entry) -> str:
 
 def index_snippet(entries: Iterable[Entry]) -> str:
     """The folder's front page: every entry by title, linking to its snippet, and by library and op."""
-    return _snippet(
-        index_page(entries, link=_FLAVOUR.link).replace("# All entries", "# PyTorch device errors", 1), "fixer-index"
-    )
+    return _snippet(index_page(entries, link=_FLAVOUR.link, title=FRONT_TITLE), "fixer-index")
 
 
 def _snippet(page: str, anchor: str) -> str:

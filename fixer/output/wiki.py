@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fixer.kb.schema import Entry
-from fixer.output.markdown import entry_page, gfm, index_page
+from fixer.output.markdown import FRONT_TITLE, entry_page, gfm, index_page
 
 HOME = "Home"
 SIDEBAR = "_Sidebar"
@@ -40,6 +40,6 @@ def _pages(entries: list[Entry], form: str, home: str) -> dict[str, str]:
     flavour = _MKDOCS if form == "mkdocs" else _WIKI
     generated = _GENERATED.format(form=form)
     pages = {f"{entry.id}.md": generated + entry_page(entry, flavour) for entry in entries}
-    listing = index_page(entries, link=flavour.link).replace("# All entries", "# PyTorch device errors", 1)
+    listing = index_page(entries, link=flavour.link, title=FRONT_TITLE)
     pages[f"{home}.md"] = generated + listing
     return pages
