@@ -46,7 +46,13 @@ def export(form: str, output: str) -> int:
     return OK
 
 
-_WHAT = {"wiki": "wiki pages", "mkdocs": "MkDocs pages", "html": "HTML snippets", "json": "JSON document"}
+_WHAT = {
+    "wiki": "wiki pages",
+    "mkdocs": "MkDocs pages",
+    "confluence": "Confluence pages",
+    "html": "HTML snippets",
+    "json": "JSON document",
+}
 
 
 def _files(form: str, entries: Catalog) -> dict[str, str]:
@@ -58,6 +64,10 @@ def _files(form: str, entries: Catalog) -> dict[str, str]:
         from fixer.output.wiki import mkdocs_pages
 
         return mkdocs_pages(entries)
+    if form == "confluence":
+        from fixer.output.confluence import confluence_pages
+
+        return confluence_pages(entries)
     if form == "html":
         from fixer.output.snippets import html_snippets
 

@@ -50,15 +50,19 @@ def index_snippet(entries: Iterable[Entry]) -> str:
 
 
 def _snippet(page: str, anchor: str) -> str:
+    return f'<div class="fixer-entry" id="{anchor}">\n{_STYLE}\n{clean_html(page)}\n</div>\n'
+
+
+def clean_html(page: str) -> str:
+    """A page's Markdown as HTML cut down to the allowlist: what any export that takes HTML may show."""
     body = markdown.markdown(page, extensions=["fenced_code", "tables", "md_in_html"])
-    clean = nh3.clean(
+    return nh3.clean(
         body,
         tags=_TAGS,
         attributes=_ATTRIBUTES,
         url_schemes={"https", "http"},
         link_rel="noopener noreferrer",
     )
-    return f'<div class="fixer-entry" id="{anchor}">\n{_STYLE}\n{clean}\n</div>\n'
 
 
 def html_snippets(entries: Iterable[Entry]) -> dict[str, str]:

@@ -19,6 +19,7 @@ TEAM = Path(__file__).resolve().parents[1] / "kb" / "team"
     [
         ("wiki", {"Home.md", "_Sidebar.md", "cuda-out-of-memory.md", "model-not-moved.md"}, "wiki pages"),
         ("mkdocs", {"index.md", "cuda-out-of-memory.md", "model-not-moved.md"}, "MkDocs pages"),
+        ("confluence", {"index.xml", "cuda-out-of-memory.xml", "model-not-moved.xml"}, "Confluence pages"),
         ("html", {"index.html", "cuda-out-of-memory.html", "model-not-moved.html"}, "HTML snippets"),
         ("json", {"fixer-kb.json"}, "JSON document"),
     ],

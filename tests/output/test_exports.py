@@ -12,6 +12,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag
+from xml.etree import ElementTree
 
 import jsonschema
 import pytest
@@ -19,6 +20,7 @@ from markdown_it import MarkdownIt
 
 from fixer.kb.catalog import Catalog, load
 from fixer.kb.schema import Entry
+from fixer.output.confluence import confluence_pages
 from fixer.output.kb_document import KBDocument, kb_document
 from fixer.output.snippets import INDEX, entry_snippet, html_snippets
 from fixer.output.wiki import HOME, MKDOCS_HOME, SIDEBAR, mkdocs_pages, wiki_pages
@@ -178,6 +180,65 @@ def test_a_hostile_team_entry_is_cleaned_out_of_its_snippet(merged):
     assert "tracker.example" not in snippet
     assert "display:none" not in snippet
     assert "<iframe" not in snippet and "<img" not in snippet
+
+
+# Confluence's storage format (https://confluence.atlassian.com/doc/confluence-storage-format-790796544.html):
+# its XHTML elements, and the macro and link elements it documents, in their namespaces.
+_AC, _RI = "http://atlassian.com/content", "http://atlassian.com/resource/identifier"
+_STORAGE_ELEMENTS = {
+    "a", "blockquote", "br", "code", "em", "h1", "h2", "h3", "hr", "li", "ol", "p", "strong", "table", "tbody",
+    "td", "th", "thead", "tr", "ul",
+    f"{{{_AC}}}structured-macro", f"{{{_AC}}}parameter", f"{{{_AC}}}plain-text-body", f"{{{_AC}}}rich-text-body",
+    f"{{{_AC}}}link", f"{{{_AC}}}plain-text-link-body", f"{{{_RI}}}page",
+}  # fmt: skip
+
+
+def _storage_tree(body: str) -> ElementTree.Element:
+    """A page body as Confluence reads it: XHTML in which the ac: and ri: prefixes are declared."""
+    return ElementTree.fromstring(f'<page xmlns:ac="{_AC}" xmlns:ri="{_RI}">{body}</page>')
+
+
+def test_confluence_pages_are_storage_format_with_examples_whole_and_links_by_title(merged):
+    pages = confluence_pages(merged)
+    assert set(pages) == {f"{e.id}.xml" for e in merged} | {"index.xml"}
+    titles = {e.title for e in merged}
+    for name, body in pages.items():
+        tree = _storage_tree(body)
+        assert {element.tag for element in tree.iter()} - {"page"} <= _STORAGE_ELEMENTS, name
+        macros = {m.get(f"{{{_AC}}}name") for m in tree.iter(f"{{{_AC}}}structured-macro")}
+        assert macros <= {"code", "expand"}, name
+        linked = {page.get(f"{{{_RI}}}content-title") for page in tree.iter(f"{{{_RI}}}page")}
+        assert linked <= titles, name
+    index = _storage_tree(pages["index.xml"])
+    assert {page.get(f"{{{_RI}}}content-title") for page in index.iter(f"{{{_RI}}}page")} == titles
+    for entry in merged:
+        code = [
+            _unpadded(b.text or "") for b in _storage_tree(pages[f"{entry.id}.xml"]).iter(f"{{{_AC}}}plain-text-body")
+        ]
+        for example in entry.examples:
+            assert any(_unpadded(example.traceback).strip("\n") in text for text in code), entry.id
+
+
+def _unpadded(text: str) -> str:
+    """Lines without trailing spaces, which Markdown's code blocks do not keep."""
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def test_a_hostile_team_entry_is_cleaned_out_of_its_confluence_page(merged):
+    data = merged.get("cuda-out-of-memory").model_dump()
+    data["summary"] = (
+        'Bad <script>alert(1)</script> <ac:structured-macro ac:name="html">x</ac:structured-macro> ]]> end'
+    )
+    data["examples"][0]["traceback"] += "\nRuntimeError: text with ]]> inside a CDATA end\n"
+    entry = Entry.model_validate(data)
+    body = confluence_pages([entry])["cuda-out-of-memory.xml"]
+    tree = _storage_tree(body)
+    assert "alert" not in body and {m.get(f"{{{_AC}}}name") for m in tree.iter(f"{{{_AC}}}structured-macro")} <= {
+        "code",
+        "expand",
+    }
+    code = [_unpadded(b.text or "") for b in tree.iter(f"{{{_AC}}}plain-text-body")]
+    assert any(_unpadded(entry.examples[0].traceback).strip("\n") in text for text in code)
 
 
 def test_the_json_document_validates_against_its_published_schema(merged):
