@@ -65,7 +65,9 @@ def _cases() -> list[tuple[str, str]]:
 
 def _run_node(tmp_path: Path, payload: dict[str, Any], runner: str = RUNNER) -> list[Any]:
     assert NODE is not None
-    shutil.copy(JS / "fixer-match.js", tmp_path / "fixer-match.mjs")
+    # the site's classic script, as a module the runners import from
+    script = (JS / "fixer-match.js").read_text()
+    (tmp_path / "fixer-match.mjs").write_text(script + "export const { explain, parse } = globalThis.fixerMatch;\n")
     (tmp_path / "runner.mjs").write_text(runner)
     (tmp_path / "input.json").write_text(json.dumps(payload))
     result = subprocess.run(

@@ -1,5 +1,6 @@
 """The built site in a real browser: Debian's Chromium, driven headless by Playwright, on the site served
-under a sub-path (http://127.0.0.1:PORT/kb/) the way a team wiki serves it. Material's search must put the
+under a sub-path (http://127.0.0.1:PORT/kb/) the way a team wiki serves it, and on a copy opened from disk
+(file://), as an intranet share or a zipped handout is read. Material's search must put the
 right entry first for real error text, the paste box must rank a real traceback as `fixer explain` does, the
 embed view must be bare inside an iframe, and nothing may be fetched from anywhere but the site itself.
 
@@ -124,7 +125,7 @@ class Traffic:
 
     def route(self, route: Route) -> None:
         url = urlsplit(route.request.url)
-        if url.scheme in {"data", "blob"} or url.hostname in LOCAL_HOSTS:
+        if url.scheme in {"data", "blob", "file"} or url.hostname in LOCAL_HOSTS:
             route.continue_()
         else:
             self.left.append(route.request.url)
@@ -279,6 +280,44 @@ def test_paste_box_puts_the_real_var_traceback_first(tab: Page, served: Served, 
         )
         tab.screenshot(path=SCREENSHOTS / "screenshot-paste-box.png", full_page=True, clip=clip)
     first.click()
+    expect(tab.locator("article h1")).to_contain_text(entry.title)
+
+
+@pytest.fixture(scope="module")
+def from_disk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The site as `FIXER_SITE_FROM_DISK=1 mkdocs build` makes it, for opening from a folder or a zip."""
+    site = tmp_path_factory.mktemp("from-disk")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FIXER_SITE_FROM_DISK", "1")
+        build(load_config(str(ROOT / "mkdocs.yml"), site_dir=str(site), strict=True))
+    yield site
+
+
+@needs_browser
+def test_search_works_in_a_copy_opened_from_disk(tab: Page, from_disk: Path) -> None:
+    """From disk the browser refuses the Web Worker material searches in; the site's stand-in runs it."""
+    tab.goto((from_disk / "index.html").as_uri())
+    box = tab.locator("input.md-search__input")
+    box.click()
+    box.fill("state_steps")
+    box.press("End")
+    first = tab.locator(".md-search-result__item").first.locator("a.md-search-result__link").first
+    first.wait_for()
+    assert (first.get_attribute("href") or "").startswith((from_disk / "entries" / f"{RESUME}.html").as_uri())
+
+
+@needs_browser
+def test_the_paste_box_works_in_a_copy_opened_from_disk(tab: Page, from_disk: Path, catalog: Catalog) -> None:
+    entry = catalog.get(RESUME)
+    assert entry is not None
+    traceback = next(e.traceback for e in entry.examples if "FoundationVision/VAR" in str(e.source))
+    tab.goto((from_disk / "index.html").as_uri())
+    tab.locator("#fixer-paste-input").fill(traceback)
+    tab.get_by_role("button", name="Explain").click()
+    first = tab.locator(".fixer-paste__matches > li").first.locator("a").first
+    first.wait_for()
+    assert first.get_attribute("href") == (from_disk / "entries" / f"{RESUME}.html").as_uri()
+    first.click()  # a page, not a folder's listing: from disk, links name files
     expect(tab.locator("article h1")).to_contain_text(entry.title)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -27,9 +28,25 @@ from fixer.training import exercises
 EMBED_FRONT_MATTER = "---\ntemplate: embed.html\nsearch:\n  exclude: true\n---\n\n"
 
 
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """`FIXER_SITE_FROM_DISK=1 mkdocs build` makes a copy to open from disk (file://), for an intranet share
+    or a zipped handout: pages link to `page.html` files, since a link to a folder opens its listing there."""
+    if os.environ.get("FIXER_SITE_FROM_DISK"):
+        config.use_directory_urls = False
+    return config
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    """From disk, material reads the search index as a script (search/search_index.js), not by fetch()."""
+    index = Path(config.site_dir) / "search" / "search_index.json"
+    if os.environ.get("FIXER_SITE_FROM_DISK") and index.is_file():
+        index.with_suffix(".js").write_text(f"var __index = {index.read_text(encoding='utf-8')};\n", encoding="utf-8")
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     root = Path(config.config_file_path).parent
     catalog = load(root / "kb", strict=True)
+    urls = {}
     for entry in catalog:
         page = entry_page(entry)
         embed = File.generated(config, f"embed/{entry.id}.md", content=EMBED_FRONT_MATTER + page)
@@ -37,14 +54,16 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         view.content_string = page + "\n" + _embed_section(entry, get_relative_url(embed.url, view.url))
         files.append(view)
         files.append(embed)
+        urls[entry.id] = view.url
     files.append(File.generated(config, "entries/index.md", content=index_page(catalog)))
     files.append(File.generated(config, "cli.md", content=_cli_page()))
     files.append(File.generated(config, "json.md", content=_json_page()))
     files.append(File.generated(config, "detectors.md", content=_detectors_page(catalog)))
     files.append(File.generated(config, "training.md", content=training_page(exercises(catalog))))
-    # The home page's paste box ranks in the browser from this (docs/javascripts/fixer-match.js).
-    data = json.dumps(matcher_data(catalog), ensure_ascii=False, separators=(",", ":"))
-    files.append(File.generated(config, "assets/fixer-kb.json", content=data))
+    # The home page's paste box ranks in the browser from this (docs/javascripts/fixer-match.js), read as a
+    # classic script (docs/javascripts/kb-data.js), which a page opened from disk can load where fetch() fails.
+    data = json.dumps(matcher_data(catalog, urls), ensure_ascii=False, separators=(",", ":"))
+    files.append(File.generated(config, "assets/fixer-kb.js", content=f"globalThis.fixerKB = {data};\n"))
     return files
 
 

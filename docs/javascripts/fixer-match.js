@@ -3,8 +3,11 @@
 //
 // All data (entries, their parsed examples, scoring constants and every regex, translated from
 // Python's dialect) comes from assets/fixer-kb.json, written at build time by fixer/output/export.py.
-// No dependencies; runs in a browser (ES module) and under Node. Pasted text is only ever read:
-// nothing here evaluates it or turns it into HTML.
+// No dependencies; a classic script (module scripts do not load from file://, where a copy of the site
+// opened from disk runs), so it sets `globalThis.fixerMatch` and runs alike in a browser and under Node.
+// Pasted text is only ever read: nothing here evaluates it or turns it into HTML.
+
+(() => {
 
 const cache = new Map();
 
@@ -81,7 +84,7 @@ function pyInt(digits) {
   return value;
 }
 
-export function roundHalfEven(x) {
+function roundHalfEven(x) {
   const floor = Math.floor(x);
   const rest = x - floor;
   if (rest > 0.5) return floor + 1;
@@ -680,7 +683,7 @@ function hasMessage(chain) {
 }
 
 /** The last traceback in `text` (see fixer/explain/parse.py), or null. */
-export function parse(data, text) {
+function parse(data, text) {
   const cleaned = clean(data, text);
   const groups = splitRanks(data, cleaned.split("\n"));
   const found = new Map();
@@ -713,7 +716,7 @@ export function parse(data, text) {
 
 // ---- evidence.py --------------------------------------------------------------------------------
 
-export function deviceKind(device) {
+function deviceKind(device) {
   const lowered = device.toLowerCase();
   if (lowered.startsWith("torch.cuda.") || lowered === "cuda" || lowered === "gpu" || lowered.startsWith("cuda")) {
     return "cuda";
@@ -737,7 +740,7 @@ function sortedStrings(items) {
 }
 
 /** The facts of a parsed traceback (see fixer/explain/evidence.py); no user source in a browser. */
-export function extract(data, tb) {
+function extract(data, tb) {
   const space = rx(data.patterns.space.source + "+", "gu");
   const messages = tb.messages.filter((m) => m).map((m) => m.split(space).filter((w) => w).join(" "));
   const joined = messages.join("\n");
@@ -783,7 +786,7 @@ function pyPath(suffix, token) {
   return end === null ? token : "<PATH>" + token.slice(end);
 }
 
-export function normalise(data, message) {
+function normalise(data, message) {
   let text = message;
   for (const rule of data.patterns.normalise) {
     const r = rule.replacement;
@@ -800,7 +803,7 @@ export function normalise(data, message) {
 // ---- rapidfuzz fuzz.ratio -----------------------------------------------------------------------
 
 /** Normalised InDel similarity * 100 over code points, as rapidfuzz's `fuzz.ratio`. */
-export function ratio(a, b) {
+function ratio(a, b) {
   const s1 = Array.from(a);
   const s2 = Array.from(b);
   const total = s1.length + s2.length;
@@ -924,7 +927,7 @@ function score(data, entry, ev, found, all, k, signature, prior) {
 }
 
 /** Ranked matches for an extracted evidence (see Matcher.rank). */
-export function rank(data, ev) {
+function rank(data, ev) {
   if (ev.dtypeOnly) return [];
   const normalised = ev.message ? normalise(data, ev.message) : "";
   const found = data.entries.map((e) => closest(data, e, normalised, ev.deviceKinds));
@@ -942,9 +945,12 @@ export function rank(data, ev) {
 }
 
 /** `fixer explain` for pasted text: {traceback, evidence, matches}; never throws on odd input. */
-export function explain(data, text) {
+function explain(data, text) {
   const tb = parse(data, text);
   if (tb === null) return { traceback: null, evidence: null, matches: [] };
   const ev = extract(data, tb);
   return { traceback: tb, evidence: ev, matches: rank(data, ev) };
 }
+
+globalThis.fixerMatch = { explain, parse };
+})();

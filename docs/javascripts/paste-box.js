@@ -2,8 +2,9 @@
 // Pasted text is only read by the matcher; results are built with DOM APIs and textContent, so
 // nothing the user pastes is ever parsed as HTML or run.
 
-import { explain } from "./fixer-match.js";
-import { loadData, SITE_ROOT } from "./kb-data.js";
+(() => {
+const { explain } = globalThis.fixerMatch;
+const { loadData, SITE_ROOT } = globalThis.fixerData;
 
 const SHOWN = 5;
 
@@ -81,3 +82,4 @@ function setUp(box) {
 }
 
 for (const box of document.querySelectorAll("[data-fixer-paste]")) setUp(box);
+})();

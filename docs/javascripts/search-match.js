@@ -4,8 +4,9 @@
 // best match is pinned above material's results, marked as such; other queries are left alone.
 // Results are built with DOM APIs and textContent, so nothing typed is ever parsed as HTML.
 
-import { explain } from "./fixer-match.js";
-import { loadData, SITE_ROOT } from "./kb-data.js";
+(() => {
+const { explain } = globalThis.fixerMatch;
+const { loadData, SITE_ROOT } = globalThis.fixerData;
 
 const MIN_WORDS = 4; // a message, not a word or two: "state_steps" or a kernel's name is material's to answer
 const WAIT_MS = 120;
@@ -62,3 +63,4 @@ function setUp(input, list) {
 const input = document.querySelector("input.md-search__input");
 const list = document.querySelector(".md-search-result__list");
 if (input && list) setUp(input, list);
+})();

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -409,7 +409,7 @@ def patterns() -> dict[str, Any]:
     }
 
 
-def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
+def _entry(entry: Entry, compiled: Any, url: str) -> dict[str, Any]:
     rules = []
     for rule in entry.evidence:
         when = rule.when.model_dump(exclude_none=True)
@@ -428,7 +428,7 @@ def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
         "id": entry.id,
         "title": entry.title,
         "summary": entry.summary,
-        "url": f"entries/{entry.id}/",
+        "url": url,
         "signatures": [
             {
                 "pattern": to_js(s.pattern),
@@ -448,8 +448,9 @@ def _entry(entry: Entry, compiled: Any) -> dict[str, Any]:
 _CODE_FIELDS = frozenset({"detector"})
 
 
-def matcher_data(catalog: Catalog) -> dict[str, Any]:
-    """The JSON-able data `fixer-match.js` ranks with; same catalog, same ranking as `Matcher`."""
+def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The JSON-able data `fixer-match.js` ranks with; same catalog, same ranking as `Matcher`. `urls`:
+    each entry page's address in the built site (from its root), as the site's build lays pages out."""
     matcher = _match.Matcher(catalog)
     return {
         "format": FORMAT,
@@ -476,7 +477,9 @@ def matcher_data(catalog: Catalog) -> dict[str, Any]:
             key: {cause: vars(prior) for cause, prior in causes.items()}
             for key, causes in _priors.load(catalog.root).items()
         },
-        "entries": [_entry(c.card.entry, c) for c in matcher.index.entries],
+        "entries": [
+            _entry(c.card.entry, c, (urls or {}).get(c.card.id, f"entries/{c.card.id}/")) for c in matcher.index.entries
+        ],
     }
 
 
