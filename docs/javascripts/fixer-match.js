@@ -2,7 +2,7 @@
 // evidence, normalise its message and rank the KB entries exactly as fixer/explain/match.py does.
 //
 // All data (entries, their parsed examples, scoring constants and every regex, translated from
-// Python's dialect) comes from assets/fixer-kb.json, written at build time by fixer/output/export.py.
+// Python's dialect) comes from assets/fixer-kb.js, written at build time from fixer/output/export.py.
 // No dependencies; a classic script (module scripts do not load from file://, where a copy of the site
 // opened from disk runs), so it sets `globalThis.fixerMatch` and runs alike in a browser and under Node.
 // Pasted text is only ever read: nothing here evaluates it or turns it into HTML.
