@@ -54,7 +54,10 @@ def _on_dask(files: list[str], address: str, team: tuple[str, ...]) -> tuple[lis
     try:
         from fixer.fleet.dask import scan_on_dask
     except ImportError as exc:
-        raise CliError(f"--dask needs Dask and distributed ({exc}): pip install 'fixer[fleet]'") from None
+        raise CliError(
+            f"--dask needs Dask and distributed ({exc}): pip install 'dask[distributed]>=2024.1' "
+            "(the fleet extra, pip install -e '.[fleet]' in fixer's clone)"
+        ) from None
     try:
         return scan_on_dask(files, address, team)
     except (OSError, TimeoutError) as exc:

@@ -204,7 +204,7 @@ def test_scan_on_dask_without_the_fleet_extra_names_the_install(monkeypatch, tmp
     monkeypatch.delitem(sys.modules, "fixer.fleet.dask", raising=False)  # imported afresh, as in a new process
     assert main(["scan", "--dask", "tcp://127.0.0.1:8786", str(tmp_path)]) == USAGE
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'fixer[fleet]'" in err and "internal error" not in err
+    assert err.count("\n") == 1 and "pip install 'dask[distributed]>=2024.1'" in err and "internal error" not in err
 
 
 def test_a_log_directory_with_pipes_devices_sockets_binaries_and_loops_is_scanned_without_hanging(tmp_path):
