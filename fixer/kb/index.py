@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 4  # bump when the layout below changes
+FORMAT = 5  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -53,14 +53,20 @@ class Question:
 
 @dataclass(frozen=True)
 class Card:
-    """What a ranking shows of an entry; `entry` reads the rest from its file when a view needs it."""
+    """What a ranking and the terminal's explanation show of an entry, read from the index without YAML
+    or pydantic; `entry` reads the rest from its file when a view needs it."""
 
     id: str
     title: str
     summary: str
+    meaning: str
+    cause: str
     fix_summary: str
     fix_safety: Literal["safe", "unsafe", "manual"]
     fix_codemod: str | None
+    fix_steps: tuple[str, ...]
+    fix_before: str
+    fix_after: str
     diagnostics: tuple[str, ...]
     questions: tuple[Question, ...]
     file: str
@@ -72,9 +78,14 @@ class Card:
             id=entry.id,
             title=entry.title,
             summary=entry.summary,
+            meaning=entry.meaning,
+            cause=entry.cause,
             fix_summary=entry.fix.summary,
             fix_safety=entry.fix.safety,
             fix_codemod=entry.fix.codemod,
+            fix_steps=tuple(entry.fix.steps),
+            fix_before=entry.fix.before,
+            fix_after=entry.fix.after,
             diagnostics=tuple(entry.diagnostics),
             questions=tuple(Question(q.ask, q.if_yes, q.if_no) for q in entry.questions),
             file=str(file),
@@ -255,7 +266,14 @@ def _entry(record: dict[str, Any]) -> IndexedEntry:
     card = record["card"]
     questions = tuple(Question(**q) for q in card["questions"])
     return IndexedEntry(
-        card=Card(**{**card, "diagnostics": tuple(card["diagnostics"]), "questions": questions}),
+        card=Card(
+            **{
+                **card,
+                "diagnostics": tuple(card["diagnostics"]),
+                "fix_steps": tuple(card["fix_steps"]),
+                "questions": questions,
+            }
+        ),
         signatures=tuple(
             Signature(Regex.from_json(p), exception, weight) for p, exception, weight in record["signatures"]
         ),

@@ -23,7 +23,7 @@ from fixer.diagnose.probes import PROBES, how_to_run
 from fixer.explain.match import Explanation, Match
 from fixer.explain.narrow import Certainty, certainty
 from fixer.explain.parse import Traceback
-from fixer.kb.schema import Entry
+from fixer.kb.index import Card
 from fixer.output import diff as unified
 from fixer.output import display
 from fixer.patching.needs import NEEDS
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # only other commands render these; explain must not import t
     from fixer.fleet.scan import Triage
     from fixer.kb.evaluate import Score
     from fixer.kb.lint import EntryStats
+    from fixer.kb.schema import Entry
     from fixer.patching.plan import Patch
     from fixer.training import Exercise
 
@@ -156,23 +157,22 @@ def error_header(tb: Traceback) -> Group:
     return Group(*parts, Text())
 
 
-def fix_section(entry: Entry) -> Group:
-    fix = entry.fix
-    safety = Text(f"[{_SAFETY_WORDS[fix.safety]}]", style=_SAFETY_STYLE[fix.safety])
+def fix_section(card: Card) -> Group:
+    safety = Text(f"[{_SAFETY_WORDS[card.fix_safety]}]", style=_SAFETY_STYLE[card.fix_safety])
     steps = Text()
-    for number, step in enumerate(fix.steps, 1):
+    for number, step in enumerate(card.fix_steps, 1):
         steps.append(f"{number}. ", style="bold")
         steps.append(" ".join(step.split()) + "\n")
     steps.rstrip()
-    need = NEEDS.get(fix.codemod) if fix.codemod else None
+    need = NEEDS.get(card.fix_codemod) if card.fix_codemod else None
     needs = [Text(f"fixer patch's rewrite needs {need.text}.")] if need else []
-    body = Group(_prose(fix.summary), safety, steps, *needs)
+    body = Group(_prose(card.fix_summary), safety, steps, *needs)
     return Group(
         Text("How to fix", style="bold cyan"),
         _Indent(body),
         Text(),
-        _code(fix.before, "before"),
-        _code(fix.after, "after"),
+        _code(card.fix_before, "before"),
+        _code(card.fix_after, "after"),
     )
 
 
@@ -180,7 +180,7 @@ def explanation(result: Explanation, top: int) -> Group:
     tb = result.traceback
     assert tb is not None
     best, *others = result.matches
-    entry = best.entry
+    card = best.card  # from the index: no entry file read, no model validated
     why = Text()
     for reason in best.reasons:
         sign = "+" if reason.points >= 0 else "−"
@@ -189,17 +189,17 @@ def explanation(result: Explanation, top: int) -> Group:
     why.rstrip()
     parts: list[RenderableType] = [
         error_header(tb),
-        _section("What it means", _prose(entry.meaning)),
+        _section("What it means", _prose(card.meaning)),
         _Boxed(
             "Most likely cause",
             Group(
-                Text(entry.title, style="bold green"),
-                Text(f"{entry.id} · score {best.score}/100", style="dim"),
+                Text(card.title, style="bold green"),
+                Text(f"{card.id} · score {best.score}/100", style="dim"),
                 Text(),
-                Text(entry.summary),
+                Text(card.summary),
                 Text(),
                 Text("Why it happens", style="bold"),
-                _prose(entry.cause),
+                _prose(card.cause),
             ),
             border_style="green",
         ),
@@ -208,10 +208,10 @@ def explanation(result: Explanation, top: int) -> Group:
     known = certainty(result.matches)
     if known is not None and not known.confident:
         parts.append(_Indent(uncertain_note(result.matches, known), by=0))
-    parts.append(fix_section(entry))
+    parts.append(fix_section(card))
     if others:
         parts.append(_section("Other candidates", candidates(others[: max(top - 1, 0)])))
-    parts.append(_Indent(Text(f"More: fixer show {entry.id}", style="dim"), by=0))
+    parts.append(_Indent(Text(f"More: fixer show {card.id}", style="dim"), by=0))
     return Group(*parts)
 
 
@@ -231,7 +231,7 @@ def candidates(matches: list[Match]) -> Table:
     table.add_column("id")
     table.add_column("cause")
     for match in matches:
-        table.add_row(str(match.score), match.id, match.entry.title)
+        table.add_row(str(match.score), match.id, match.card.title)
     return table
 
 
@@ -245,7 +245,7 @@ def entry_page(entry: Entry) -> Group:
     if entry.diagnostics:
         probes = "\n".join(f"{probe}: {how_to_run(probe)}" for probe in entry.diagnostics if probe in PROBES)
         parts.append(_section("How to confirm", Text(probes)))
-    parts.append(fix_section(entry))
+    parts.append(fix_section(Card.of(entry)))
     examples = Text()
     for example in entry.examples:
         last = example.traceback.strip().splitlines()[-1]
