@@ -351,6 +351,15 @@ class AnyOf:
     def search(self, text: str, pos: int = 0, *, ignore_case: bool = False) -> re.Match[str] | None:
         return _leftmost(self._compiled(text, ignore_case), text, pos)
 
+    def holds_any(self, text: str) -> bool:
+        """Whether any regex matches: `search` without finding which match is leftmost, so it stops at the
+        first regex that matches (a KB that says one message many times has many that do)."""
+        lowered = text.lower()
+        return any(
+            regex.may_match(lowered) and regex.compiled(ignore_case=False).search(text)
+            for regex in (self.regexes[n] for n in self.index.candidates(lowered))
+        )
+
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         """As the alternation's `finditer`; the text is looked up in the index once, not once per match."""
         compiled = self._compiled(text, ignore_case=False)

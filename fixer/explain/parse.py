@@ -458,7 +458,7 @@ def _parse_lines(lines: list[str], known: AnyOf | None = None) -> tuple[RaisedEx
     typed = [chain for chain in chains if chain[-1].type is not None]
     if known is not None:
         for chain in reversed(typed):
-            if any(known.search(raised.message) for raised in chain):
+            if any(known.holds_any(raised.message) for raised in chain):
                 return tuple(chain)
     return tuple(typed[-1] if typed else chains[-1])
 

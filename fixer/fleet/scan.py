@@ -78,7 +78,7 @@ def scan_file(path: str, team: tuple[str, ...] = ()) -> FileScan:
     known = matcher.known_messages
     try:
         with one_input() as reading:
-            blocks = textio.file_blocks(Path(path), lambda line: may_hold(line) and bool(known.search(line)), may_hold)
+            blocks = textio.file_blocks(Path(path), lambda line: may_hold(line) and known.holds_any(line), may_hold)
     except textio.InputError as exc:
         return FileScan([], str(exc))
     found: list[Found] = []

@@ -176,15 +176,24 @@ def build(catalog: Catalog) -> Index:
     from fixer.explain.parse import parse
 
     known = catalog.known_messages
+    read: dict[str, tuple[str, tuple[str, ...]] | None] = {}  # a traceback several entries quote is read once
+
+    def message_and_kinds(traceback: str) -> tuple[str, tuple[str, ...]] | None:
+        if traceback not in read:
+            # The KB's examples are quoted as printed: no case folding.
+            tb = parse(traceback, known, fold_case=False)
+            read[traceback] = (
+                (normalise(tb.message), extract(tb, read_code=False).device_kinds) if tb and tb.message else None
+            )
+        return read[traceback]
+
     entries = []
     for entry in catalog:
-        examples = []
-        for example in entry.examples:
-            # The KB's examples are quoted as printed: no case folding.
-            tb = parse(example.traceback, known, fold_case=False)
-            if tb and tb.message:
-                kinds = extract(tb, read_code=False).device_kinds
-                examples.append(Example(normalise(tb.message), kinds, str(example.source)))
+        examples = [
+            Example(*found, str(example.source))
+            for example in entry.examples
+            if (found := message_and_kinds(example.traceback)) is not None
+        ]
         owner = catalog.owner(entry.id)
         rules = []
         for rule in entry.evidence:

@@ -99,3 +99,11 @@ def test_an_index_files_an_item_under_the_set_few_others_share():
     index = LiteralIndex.build(needed)
     text = "expected all tensors to be on the same device, but found two: team0417"
     assert index.candidates(text) == [417]
+
+
+def test_holds_any_says_what_search_finds_on_every_line_of_the_kb_examples(catalog):
+    known = catalog.known_messages
+    lines = {line for _, _, text in kb_examples() for line in text.splitlines()}
+    found = [line for line in lines if known.search(line)]
+    assert found and len(found) < len(lines)  # both answers occur: the check can fail either way
+    assert [line for line in lines if known.holds_any(line)] == found
