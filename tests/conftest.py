@@ -4,7 +4,7 @@ import ast
 import importlib.util
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -96,10 +96,11 @@ def gloo(tmp_path: Path) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def missing_imports(code: str) -> list[str]:
-    """The top-level packages `code` imports that are not installed here: a repro of a library's error
-    (bitsandbytes, keras) cannot show it without that library."""
-    tops = {
+def missing_imports(code: str, loads: Iterable[str] = ()) -> list[str]:
+    """The top-level packages `code` imports, or that the libraries it calls `loads` on their own, that
+    are not installed here: a repro of a library's error (bitsandbytes, keras) cannot show it without that
+    library."""
+    tops = set(loads) | {
         name.split(".")[0]
         for node in ast.walk(ast.parse(code))
         for name in (

@@ -165,6 +165,12 @@ class Repro(Strict):
     )
     code: str
     fixed: str
+    loads: list[str] = Field(
+        default_factory=list,
+        description="Modules the code needs that its own import lines do not name, such as bitsandbytes, "
+        "which transformers imports only when asked to quantize: where one is missing the repro test skips "
+        "the entry instead of reporting the library's ImportError as a wrong claim.",
+    )
     raises: str | None = Field(
         default=None,
         description="What `code` prints when run as exercise.py: its own frames and the error, library frames "

@@ -12,6 +12,7 @@ from conftest import missing_imports
 
 from fixer.kb.catalog import load
 from fixer.kb.repro import Run, run_script, trimmed
+from fixer.kb.schema import Repro
 
 _ENTRIES = [e for e in load(Path(__file__).resolve().parents[2] / "kb") if e.repro is not None]
 _MARKS = {"cpu": (), "cuda": (pytest.mark.cuda,), "2-gpus": (pytest.mark.cuda, pytest.mark.two_gpus)}
@@ -32,7 +33,9 @@ def started(request, tmp_path_factory) -> Iterator[dict[tuple[str, str], Future[
     with ThreadPoolExecutor(2) as pool:
         runs = {}
         for entry in _ENTRIES:
-            if entry.repro.needs != "cpu" or missing_imports(entry.repro.code + "\n" + entry.repro.fixed):
+            if entry.repro.needs != "cpu" or missing_imports(
+                entry.repro.code + "\n" + entry.repro.fixed, entry.repro.loads
+            ):
                 continue
             for kind, code in (("repro", entry.repro.code), ("fixed", entry.repro.fixed)):
                 if (entry.id, kind) not in selected:
@@ -43,10 +46,11 @@ def started(request, tmp_path_factory) -> Iterator[dict[tuple[str, str], Future[
         yield runs
 
 
-def _run(started: dict[tuple[str, str], Future[Run]], entry_id: str, kind: str, code: str, directory: Path) -> Run:
+def _run(started: dict[tuple[str, str], Future[Run]], entry_id: str, kind: str, repro: Repro, directory: Path) -> Run:
     if (entry_id, kind) in started:
         return started[entry_id, kind].result()
-    missing = missing_imports(code)
+    code = repro.code if kind == "repro" else repro.fixed
+    missing = missing_imports(code, repro.loads)
     if missing:
         pytest.skip(f"the repro imports {', '.join(missing)}, not installed here")
     script = directory / _SCRIPTS[kind]
@@ -57,7 +61,7 @@ def _run(started: dict[tuple[str, str], Future[Run]], entry_id: str, kind: str, 
 @pytest.mark.parametrize("entry_id", _PARAMS)
 def test_repro_raises_the_error_of_its_own_entry(entry_id, catalog, matcher, started, tmp_path):
     repro = catalog.get(entry_id).repro
-    run = _run(started, entry_id, "repro", repro.code, tmp_path)
+    run = _run(started, entry_id, "repro", repro, tmp_path)
     assert run.raised, f"the repro did not raise:\n{run.output[-3000:]}"
     ranked = [m.id for m in matcher.explain(run.output).matches]
     assert ranked[:1] == [entry_id], f"ranked {ranked[:3]} for:\n{run.output[-3000:]}"
@@ -68,5 +72,5 @@ def test_repro_raises_the_error_of_its_own_entry(entry_id, catalog, matcher, sta
 
 @pytest.mark.parametrize("entry_id", _PARAMS)
 def test_fixed_code_runs(entry_id, catalog, started, tmp_path):
-    run = _run(started, entry_id, "fixed", catalog.get(entry_id).repro.fixed, tmp_path)
+    run = _run(started, entry_id, "fixed", catalog.get(entry_id).repro, tmp_path)
     assert run.returncode == 0, run.output[-3000:]

@@ -45,7 +45,7 @@ _RANKED = [
 def _exercise(catalog: Catalog, entry_id: str) -> Entry:
     entry = catalog.get(entry_id)
     assert entry is not None and entry.repro is not None
-    missing = missing_imports(entry.repro.code + "\n" + entry.repro.fixed)
+    missing = missing_imports(entry.repro.code + "\n" + entry.repro.fixed, entry.repro.loads)
     if missing:
         pytest.skip(f"the repro imports {', '.join(missing)}, not installed here")
     return entry
@@ -77,7 +77,9 @@ def executed(
         runs = {}
         for entry in exercise_entries(catalog):
             assert entry.repro is not None
-            if entry.id in selected and not missing_imports(entry.repro.code + "\n" + entry.repro.fixed):
+            if entry.id in selected and not missing_imports(
+                entry.repro.code + "\n" + entry.repro.fixed, entry.repro.loads
+            ):
                 runs[entry.id] = pool.submit(_execute, entry_notebook(entry), tmp_path_factory.mktemp(entry.id))
         yield runs
 
