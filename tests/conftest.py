@@ -45,6 +45,13 @@ def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("FIXER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(autouse=True)
+def _outside_any_project(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs in an empty directory of its own, which no git work tree holds: fixer reads the project
+    around the current directory for answers, and fixer's own tree (where the tests start) would answer."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return load(ROOT / "kb", strict=True)

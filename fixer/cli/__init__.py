@@ -194,6 +194,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             passthrough=False,
             no_input=args.no_input,
             color=args.color,
+            answers=args.answer,
+            look=not args.no_project,
         )
     if args.command == "patch":
         from fixer.cli.patch import patch, revert
@@ -218,11 +220,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from fixer.cli.export import export
 
         return export(args.format, args.output)
-    if args.command in ("show", "list"):
+    if args.command in ("show", "list", "questions"):
         from fixer.cli import browse
 
         if args.command == "show":
             return browse.show(args.id, as_json=args.json, color=args.color)
+        if args.command == "questions":
+            return browse.questions(as_json=args.json, color=args.color)
         return browse.listing(as_json=args.json, color=args.color)
     if args.command == "kb" and args.kb_command:
         from fixer.cli import kb

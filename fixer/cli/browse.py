@@ -24,6 +24,18 @@ def show(entry_id: str, *, as_json: bool, color: ColorChoice = "auto") -> int:
     return OK
 
 
+def questions(*, as_json: bool, color: ColorChoice = "auto") -> int:
+    """The questions by fact, as `--answer FACT=yes` names them."""
+    facts = sorted(catalog().facts.values(), key=lambda f: f.id)
+    if as_json:
+        print(json.dumps([{"fact": f.id, "question": f.ask, "check": f.check} for f in facts], indent=2))
+        return OK
+    from fixer.output import render
+
+    render.console(color=color).print(render.question_list(facts))
+    return OK
+
+
 def listing(*, as_json: bool, color: ColorChoice = "auto") -> int:
     entries = sorted(catalog(), key=lambda e: e.id)
     if as_json:

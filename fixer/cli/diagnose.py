@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +59,7 @@ def diagnose(args: argparse.Namespace) -> int:
         findings += _traceback_probes(result.traceback, result.matches[:TOP])
         matches = rerank(result.matches, findings)
         if not (args.json or args.markdown) and can_ask(no_input=args.no_input):
-            matches = narrowed(matches)
+            matches = narrowed(replace(result, matches=matches)).matches
     unchecked = _unchecked(matches[:TOP], findings)
     shown = matches[:TOP]
     if args.json:
@@ -79,8 +79,9 @@ def diagnose(args: argparse.Namespace) -> int:
 
 def _explain(text: str) -> Explanation:
     from fixer.explain.match import Matcher
+    from fixer.explain.project import current
 
-    return Matcher(catalog()).explain(text)
+    return Matcher(catalog(), project=current()).explain(text)
 
 
 def _traceback_probes(tb: Traceback, matches: list[Match]) -> list[Finding]:

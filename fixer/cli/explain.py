@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fixer.cli.common import FAILED_LOG, NO_MATCH, NO_TRACEBACK, OK, CliError, catalog, kb_index, say_slow
 
 if TYPE_CHECKING:
-    from fixer.explain.match import Explanation, Match
+    from fixer.explain.match import Explanation
+    from fixer.kb.index import Question
     from fixer.output.render import ColorChoice
     from fixer.patching.plan import Patch
 
@@ -32,26 +34,42 @@ def explain_text(
     no_input: bool = False,
     color: ColorChoice = "auto",
     exit_zero: bool = False,
+    answers: Sequence[tuple[str, bool]] = (),
+    look: bool = True,
 ) -> int:
     """Explain the text; passing a log through (plain `fixer` on a pipe), the exit status says whether the
-    log shows a traceback, so `python train.py 2>&1 | fixer` fails a CI job when the script crashed."""
+    log shows a traceback, so `python train.py 2>&1 | fixer` fails a CI job when the script crashed.
+    `answers`: (fact, yes) pairs given on the command line; `look`: read the project around the current
+    directory for the answers it shows."""
     from fixer.explain.match import Matcher
+    from fixer.explain.project import current
 
     if not text.strip() and not as_json:  # a script reading --json gets the no-traceback document
         if passthrough:
             return OK
         raise CliError("the input is empty; paste or pipe a traceback", NO_TRACEBACK)
-    result = Matcher(kb_index()).explain(text)
+    result = Matcher(kb_index(), project=current() if look else None).explain(text)
     say_slow(result.slow)
+    if answers:
+        result = given(result, answers)
     if not (as_json or markdown or passthrough) and can_ask(no_input=no_input):
-        result = replace(result, matches=narrowed(result.matches, color))
+        result = narrowed(result, color)
     patches = local_patches(result) if not markdown else []
     if as_json:
         from fixer.explain.narrow import certainty
         from fixer.output.report import explain_out, to_json
 
-        known = certainty(result.matches)
-        document = explain_out(result.traceback, result.evidence, result.matches[:top], patches, known, result.slow)
+        known = certainty(result.matches, result.questions, result.answers)
+        document = explain_out(
+            result.traceback,
+            result.evidence,
+            result.matches[:top],
+            patches,
+            known,
+            result.slow,
+            result.answers,
+            result.matches,
+        )
         print(to_json(document, redact=redact))
     elif markdown:
         from fixer.output.issue_report import issue_markdown
@@ -75,19 +93,34 @@ def can_ask(*, no_input: bool) -> bool:
     return not no_input and textio.stdin_is_terminal() and sys.stderr.isatty()
 
 
-def narrowed(matches: list[Match], color: ColorChoice = "auto") -> list[Match]:
+def given(result: Explanation, answers: Sequence[tuple[str, bool]]) -> Explanation:
+    """The ranking after the answers given on the command line, each to a question the KB asks."""
+    from fixer.explain.narrow import Answer, answer
+
+    questions = {q.fact: q for q in result.questions}
+    unknown = sorted({fact for fact, _ in answers} - questions.keys())
+    if unknown:
+        raise CliError(f"no question about {', '.join(unknown)}; `fixer questions` lists the facts")
+    matches, settled = result.matches, list(result.answers)
+    for fact, reply in answers:
+        settled.append(Answer(questions[fact], reply))
+        matches = answer(matches, settled[-1])
+    return replace(result, matches=matches, answers=tuple(settled))
+
+
+def narrowed(result: Explanation, color: ColorChoice = "auto") -> Explanation:
     """Let the person who ran the code settle what the text cannot; the questions go to stderr so
     that stdout, perhaps a file, holds only the explanation."""
     from fixer.explain import narrow
 
     prompt = _Prompt(color)
-    matches = narrow.interview(matches, prompt)
+    found = narrow.interview(result.matches, result.questions, prompt, answered=result.answers)
     if prompt.started:
         prompt.console.print()
-    return matches
+    return replace(result, matches=found.matches, answers=found.answers)
 
 
-_REPLIES: dict[str, bool | None] = {"y": True, "yes": True, "n": False, "no": False, "": None, "?": None}
+_REPLIES: dict[str, bool | None] = {"y": True, "yes": True, "n": False, "no": False, "": None}
 
 
 class _Prompt:
@@ -100,17 +133,17 @@ class _Prompt:
         self.console = render.console(stderr=True, color=color)
         self.started = False
 
-    def __call__(self, question: str) -> bool | None:
+    def __call__(self, question: Question) -> bool | None:
         from rich.text import Text
 
         if not self.started:
             self.console.print(
-                "A few questions narrow the cause (y/n; Enter: don't know; Ctrl-D: stop asking)",
+                "A few questions narrow the cause (y/n; ?: how to find out; Enter: don't know; Ctrl-D: stop asking)",
                 style="bold",
                 markup=False,
             )
             self.started = True
-        prompt = Text.assemble(("? ", "bold cyan"), question, (" [y/n/?] ", "dim"))
+        prompt = Text.assemble(("? ", "bold cyan"), question.ask, (" [y/n/?] ", "dim"))
         while True:
             try:
                 reply = self.console.input(prompt).strip().lower()
@@ -119,7 +152,11 @@ class _Prompt:
                 raise EOFError from None
             if reply in _REPLIES:
                 return _REPLIES[reply]
-            prompt = Text("  y, n, or Enter if you don't know: ", style="dim")
+            if reply == "?":
+                self.console.print(Text.assemble(("  How to find out: ", "bold"), question.check))
+                prompt = Text("  your answer [y/n/?] ", style="dim")
+                continue
+            prompt = Text("  y, n, ? to see how to find out, or Enter if you don't know: ", style="dim")
 
 
 def local_patches(result: Explanation) -> list[Patch]:

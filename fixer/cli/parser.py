@@ -111,6 +111,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="never ask follow-up questions (asked only when stdin and stderr are terminals, never with --json)",
     )
     explain.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        type=_answer,
+        metavar="FACT=yes|no",
+        help="answer a follow-up question without being asked (repeatable): the fact is the one --json names "
+        "as uncertain.question_fact, and `fixer questions` lists them",
+    )
+    explain.add_argument(
+        "--no-project",
+        action="store_true",
+        help="do not read the git work tree around the current directory for answers to the questions",
+    )
+    explain.add_argument(
         "--example",
         nargs="?",
         const=DEFAULT_EXAMPLE,
@@ -201,6 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", parents=[shared], help="list KB entries", description="List the KB entries.")
     listing.add_argument("--json", action="store_true", help="ids and titles as JSON")
+    questions = commands.add_parser(
+        "questions",
+        parents=[shared],
+        help="list the follow-up questions and the facts they ask about",
+        description="List the questions fixer asks when a traceback's text leaves its causes close: the fact each "
+        "asks about (for `fixer explain --answer FACT=yes`), the question, and how to find the answer.",
+    )
+    questions.add_argument("--json", action="store_true", help="facts, questions and checks as JSON")
 
     scan = commands.add_parser(
         "scan",
@@ -337,6 +359,14 @@ def _report_options(command: argparse.ArgumentParser, json_help: str) -> None:
 def _paragraphs(*paragraphs: str) -> str:
     """Text for a RawDescriptionHelpFormatter: each paragraph filled as argparse would, kept apart."""
     return "\n\n".join(textwrap.fill(paragraph, 79) for paragraph in paragraphs)
+
+
+def _answer(text: str) -> tuple[str, bool]:
+    fact, sep, reply = text.partition("=")
+    replies = {"yes": True, "y": True, "no": False, "n": False}
+    if not sep or not fact.strip() or reply.strip().lower() not in replies:
+        raise argparse.ArgumentTypeError(f"{text!r}: write FACT=yes or FACT=no")
+    return fact.strip(), replies[reply.strip().lower()]
 
 
 def _positive(value: str) -> int:

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 def patch(text: str, args: argparse.Namespace) -> int:
     from fixer.explain.match import Matcher
+    from fixer.explain.project import current
 
-    matcher = Matcher(catalog())
+    matcher = Matcher(catalog(), project=current())
     result = matcher.explain(text)
     if result.traceback is None:
         raise CliError("no traceback or known error message found in the input", NO_TRACEBACK)

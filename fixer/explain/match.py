@@ -19,9 +19,12 @@ from fixer.explain.evidence import Evidence, device_kind, extract
 from fixer.explain.literals import Regex
 from fixer.explain.normalise import normalise
 from fixer.explain.parse import Traceback, parse
-from fixer.kb.index import Card, Index, IndexedEntry, Rule, build
+from fixer.kb.index import Card, Index, IndexedEntry, Question, Rule, build
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from fixer.explain.narrow import Answer
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
@@ -62,26 +65,47 @@ class Explanation:
     evidence: Evidence | None
     matches: list[Match]
     slow: dict[str, str] = field(default_factory=dict)  # team entries skipped for time here: file -> the regex
+    answers: tuple[Answer, ...] = ()  # the questions settled so far: by the user's project, then by the user
+    questions: tuple[Question, ...] = ()  # what the KB can ask about the run, where the text leaves it open
 
 
 class Matcher:
     """Holds a KB's index; `rank` is then a pure function of a traceback."""
 
-    def __init__(self, kb: Catalog | Index, *, read_code: bool = True, read_files: bool = True) -> None:
+    def __init__(
+        self, kb: Catalog | Index, *, read_code: bool = True, read_files: bool = True, project: Path | None = None
+    ) -> None:
         """`kb`: a loaded catalog, indexed here, or an index read from the cache (no entry validated, no
         regex compiled yet). `read_code=False` ranks on the text alone, as the site's paste box does;
         `read_files=False` reads the code the text shows but not the files it names (`fixer scan`: the
-        logs come from other machines)."""
+        logs come from other machines). `project`: the user's project, whose code answers the questions
+        it can (`fixer.explain.project`) before a person is asked."""
         self.index = kb if isinstance(kb, Index) else build(kb)
         self.read_code, self.read_files = read_code, read_files
         self.known_messages = self.index.known
+        self.project = project
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
         with literals.one_input() as reading:
             tb = parse(text, self.known_messages)
             evidence = extract(tb, read_code=self.read_code, read_files=self.read_files) if tb is not None else None
             matches = self.rank(evidence, top=top) if evidence is not None else []
-        return Explanation(tb, evidence, matches, reading.skipped)
+        answers: tuple[Answer, ...] = ()
+        if self.project is not None and matches:
+            answers, matches = self._looked(matches, self.project)
+        return Explanation(tb, evidence, matches, reading.skipped, answers, tuple(self.index.facts))
+
+    def _looked(self, matches: list[Match], project: Path) -> tuple[tuple[Answer, ...], list[Match]]:
+        """The answers the project gives, and the ranking they make: a question the user's code settles
+        is not one to ask them."""
+        from fixer.explain.narrow import Answer, answer
+        from fixer.explain.project import sightings
+
+        seen = sightings(project, self.index.facts)
+        answers = tuple(Answer(q, True, seen[q.fact]) for q in self.index.facts if q.fact in seen)
+        for given in answers:
+            matches = answer(matches, given)
+        return answers, matches
 
     def rank(self, evidence: Evidence, *, top: int | None = None) -> list[Match]:
         if evidence.dtype_only:

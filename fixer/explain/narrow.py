@@ -1,14 +1,23 @@
-"""Ask the few follow-up questions that tell the remaining causes apart, when the traceback cannot.
+"""Ask the few questions that tell the remaining causes apart, when the traceback cannot.
 
 A bare "cuda:0 and cpu!" ranks a dozen causes within a few points of each other: the text holds
 nothing more to read, but the person who ran the code knows whether the run resumed from a
-checkpoint. Each KB entry carries questions with the points a yes or a no is worth to it, so one
-answer re-ranks exactly as a probe's verdict does (`fixer.diagnose.rerank`), with the answer shown
-among the reasons. Pure and torch-free: `fixer explain` runs it, and `fixer diagnose` can too.
+checkpoint. The questions are about facts of the user's own run (kb/facts/questions.yaml), and each
+entry says how likely a yes is under its cause. Scores are read as log-odds, `TEMPERATURE` points to
+a factor of e, so an answer moves each cause by the log of how much likelier it makes that cause
+than a cause that says nothing of the fact: a Bayesian update written in the points the ranking
+already shows, with the answer among the reasons. A cause that could not give the answer (`always`
+or `never` contradicted) is ruled out. Beside the KB's causes stands one it does not hold, at
+`BEYOND` points: when the answers push every known cause below it, the honest verdict is that.
+
+The next question is the one whose answer is expected to tell the most about which cause it is
+(the largest expected fall in entropy), among those one of whose answers would change the first
+place or settle it. Pure and torch-free: `fixer explain` runs it, and `fixer diagnose` can too.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -22,25 +31,73 @@ Measured on the KB's own examples and the dev corpus (159 ranked tracebacks): 14
 first. Ten of those lead by 20 points or less (bare "cuda:0 and cpu!" messages, and model-not-moved
 ahead of its look-alike module causes); the other four lead by 55 or more, on text that points firmly
 elsewhere. No wrong first place leads by 21 to 54, so 25 asks about every close miss with a few
-points to spare for drift in the similarity scores, and costs questions on the 22 right first places
-that lead by less (truthful answers keep those first: the tests check it on every open KB example)."""
+points to spare for drift in the similarity scores."""
+
+TEMPERATURE = 12.0
+"""Points per factor of e in the odds between two causes. Fitted with `BEYOND` on the labelled pastes fixer
+is tuned on (the dev corpus and benchmarks/unseen/tune.yaml, 118 pastes): the values under which the
+ranking's scores, read as log-odds, give the real causes the highest likelihood (log-likelihood -87.0;
+the best pair found, 12 and 10, gives -86.4; 10 and 30, -90.8; 20 and 20, -131)."""
+
+BEYOND = 20
+"""The score of "a cause the KB does not hold": a first place that answers push below it is no longer
+the best explanation, and the verdict says so instead of naming a cause at a few points. Of the fitted
+range (0 to 20 fit about as well), the highest, so that the answers can reach that verdict."""
+
+RULED_OUT = 0.05  # an answer this unlikely under what a cause says (its `always` or `never`) rules it out
 
 
 @dataclass(frozen=True)
-class Asked:
-    """One entry's question: its author gave the points a yes or a no is worth to that entry only."""
+class Answer:
+    """A reply to one question: a person's yes, no or don't know (None), or a yes that the user's project
+    shows at `where` (file:line and the line)."""
 
-    entry: str
     question: Question
+    reply: bool | None
+    where: str | None = None
 
-    @property
-    def text(self) -> str:
-        return self.question.ask
+
+def said_of(match: Match, question: Question) -> bool:
+    """Whether this match's entry speaks of the fact: only what a cause says of itself can rule it out."""
+    return any(fact == question.fact for fact, _ in match.card.facts)
+
+
+def chance(match: Match, question: Question) -> float:
+    """How likely a yes is under this match's cause: as its entry says, else the fact's base rate."""
+    return next((c for fact, c in match.card.facts if fact == question.fact), question.base)
+
+
+def answer(matches: Sequence[Match], given: Answer) -> list[Match]:
+    """Re-rank with one answer; "don't know" is no evidence either way and changes nothing."""
+    if given.reply is None:
+        return list(matches)
+    question, yes = given.question, given.reply
+    base = question.base if yes else 1 - question.base
+    said = f"your project shows yes ({given.where})" if given.where else f"you answered {'yes' if yes else 'no'}"
+    updated = []
+    for match in matches:
+        likely = chance(match, question) if yes else 1 - chance(match, question)
+        if likely <= RULED_OUT and said_of(match, question):
+            continue
+        points = round(TEMPERATURE * math.log(likely / base))
+        if points:
+            match = replace(
+                match,
+                score=max(0, min(100, match.score + points)),
+                reasons=(Reason(f"{said}: {question.ask}", points), *match.reasons),
+            )
+        updated.append(match)
+    return ranked(updated)
 
 
 def settled(matches: Sequence[Match]) -> bool:
     """Whether one cause clearly leads; `matches` are best first, as `Matcher.rank` returns them."""
     return len(matches) < 2 or matches[0].score - matches[1].score >= MARGIN
+
+
+def first(matches: Sequence[Match]) -> str | None:
+    """The cause in first place, or None where no known cause scores above one the KB does not hold."""
+    return matches[0].id if matches and matches[0].score >= BEYOND else None
 
 
 def within_reach(matches: Sequence[Match], entry_id: str) -> bool:
@@ -52,64 +109,88 @@ def within_reach(matches: Sequence[Match], entry_id: str) -> bool:
     return place < 3 or (not settled(matches) and matches[0].score - matches[place].score < MARGIN)
 
 
-def answer(matches: Sequence[Match], question: Asked, reply: bool | None) -> list[Match]:
-    """Re-rank with a yes or no; "don't know" (None) is no evidence either way and changes nothing."""
-    if reply is None:
-        return list(matches)
-    points = question.question.if_yes if reply else question.question.if_no
-    if not points:
-        return list(matches)
-    reason = Reason(f"you answered {'yes' if reply else 'no'}: {question.text}", points)
-    updated = [
-        replace(m, score=max(0, min(100, m.score + points)), reasons=(reason, *m.reasons))
-        if m.id == question.entry
-        else m
-        for m in matches
-    ]
-    return ranked(updated)
+def _beliefs(matches: Sequence[Match]) -> list[float]:
+    """The ranking's scores as probabilities, the cause the KB does not hold last."""
+    scores = [m.score for m in matches] + [BEYOND]
+    top = max(scores)
+    weights = [math.exp((s - top) / TEMPERATURE) for s in scores]
+    total = sum(weights)
+    return [w / total for w in weights]
 
 
-def next_question(matches: Sequence[Match], asked: Iterable[Asked]) -> Asked | None:
-    """The question whose answers, yes and no taken alike, leave the clearest leader, among the
-    questions of the causes still within `MARGIN` of the first: causes further behind are what the
-    text already argues against. A question neither answer of which changes the leader or settles
-    the ranking is not worth the person's time. Ties go to the higher-ranked cause's question."""
+def _entropy(weights: Iterable[float]) -> float:
+    listed = list(weights)
+    total = sum(listed)
+    return -sum(w / total * math.log(w / total) for w in listed if w > 0) if total > 0 else 0.0
+
+
+def information(matches: Sequence[Match], question: Question) -> float:
+    """The expected fall in uncertainty about the cause (in nats) from asking `question`: what its answer
+    tells, times how often a user can give one (`known`); "don't know" tells nothing."""
+    beliefs = _beliefs(matches)
+    chances = [chance(m, question) for m in matches] + [question.base]
+    yes = [b * c for b, c in zip(beliefs, chances, strict=True)]
+    no = [b * (1 - c) for b, c in zip(beliefs, chances, strict=True)]
+    p_yes = sum(yes)
+    return question.known * (_entropy(beliefs) - p_yes * _entropy(yes) - (1 - p_yes) * _entropy(no))
+
+
+def next_question(
+    matches: Sequence[Match], questions: Iterable[Question], answered: Iterable[Answer] = ()
+) -> Question | None:
+    """The unanswered question expected to tell the most, among those an answer to which would change the
+    first place or settle the ranking: a question neither answer of which does is not worth the person's
+    time. None when no question is left worth asking."""
     if not matches:
         return None
-    done = {a.text for a in asked}
-    contenders = [m for m in matches if matches[0].score - m.score < MARGIN]
-    best: tuple[int, Asked] | None = None
-    for match in contenders:
-        for question in match.card.questions:
-            if question.ask in done:
-                continue
-            candidate = Asked(match.id, question)
-            outcomes = [answer(matches, candidate, reply) for reply in (True, False)]
-            if not any(o[0].id != matches[0].id or settled(o) for o in outcomes):
-                continue
-            clarity = sum(_lead(o) for o in outcomes)
-            if best is None or clarity > best[0]:
-                best = (clarity, candidate)
+    done = {a.question.fact for a in answered}
+    leader = first(matches)
+    best: tuple[float, Question] | None = None
+    for question in questions:
+        if question.fact in done:
+            continue
+        outcomes = [answer(matches, Answer(question, reply)) for reply in (True, False)]
+        if not any(first(o) != leader or settled(o) for o in outcomes):
+            continue
+        gain = information(matches, question)
+        if best is None or gain > best[0] + 1e-9:
+            best = (gain, question)
     return best[1] if best else None
 
 
-def interview(matches: Sequence[Match], ask: Callable[[str], bool | None], limit: int = 3) -> list[Match]:
-    """Ask until one cause clearly leads, `limit` questions are spent, or nothing left is worth
-    asking. `ask` returns yes, no or None for "don't know", and raises EOFError (as `input` does at
-    the end of input) when the person wants no more questions: what was learned so far is kept."""
+@dataclass(frozen=True)
+class Narrowed:
+    matches: list[Match]
+    answers: tuple[Answer, ...]
+
+
+def interview(
+    matches: Sequence[Match],
+    questions: Sequence[Question],
+    ask: Callable[[Question], bool | None],
+    limit: int = 3,
+    answered: Sequence[Answer] = (),
+) -> Narrowed:
+    """Ask until one cause clearly leads, `limit` questions are spent, or nothing left is worth asking.
+    `ask` returns yes, no or None for "don't know", and raises EOFError (as `input` does at the end of
+    input) when the person wants no more questions: what was learned so far is kept. `answered` are
+    the answers already known (what the user's project shows), not asked again."""
     current = list(matches)
-    asked: list[Asked] = []
-    while len(asked) < limit and not settled(current):
-        question = next_question(current, asked)
+    answers = list(answered)
+    asked = 0
+    while asked < limit and current and not settled(current):
+        question = next_question(current, questions, answers)
         if question is None:
             break
         try:
-            reply = ask(question.text)
+            reply = ask(question)
         except EOFError:
             break
-        asked.append(question)
-        current = answer(current, question, reply)
-    return current
+        asked += 1
+        given = Answer(question, reply)
+        answers.append(given)
+        current = answer(current, given)
+    return Narrowed(current, tuple(answers))
 
 
 def _lead(matches: Sequence[Match]) -> int:
@@ -122,18 +203,22 @@ class Certainty:
 
     confident: bool
     lead: int  # points between the first and the second cause
-    question: Asked | None = None  # its answer re-ranks the leaders
+    question: Question | None = None  # its answer re-ranks the leaders
     probe: str | None = None  # else a probe one of the two leaders names and the other does not
+    beyond: bool = False  # the answers leave no known cause ahead of one the KB does not hold
 
 
-def certainty(matches: Sequence[Match]) -> Certainty | None:
-    """None with nothing ranked; a close race is said plainly, with the one question or probe that
-    would settle it, rather than handed over as a confident first place."""
+def certainty(
+    matches: Sequence[Match], questions: Sequence[Question] = (), answers: Sequence[Answer] = ()
+) -> Certainty | None:
+    """None with nothing ranked and nothing answered; a close race is said plainly, with the one question
+    or probe that would settle it, rather than handed over as a confident first place."""
+    beyond = any(a.reply is not None for a in answers) and first(matches) is None
     if not matches:
-        return None
+        return Certainty(False, 0, beyond=True) if beyond else None
     lead = _lead(matches)
-    if settled(matches):
+    if settled(matches) and not beyond:
         return Certainty(True, lead)
-    first, second = matches[0].card.diagnostics, matches[1].card.diagnostics
-    probe = next((p for p in (*first, *second) if (p in first) != (p in second)), None)
-    return Certainty(False, lead, next_question(matches, ()), probe)
+    one, two = matches[0].card.diagnostics, matches[1].card.diagnostics if len(matches) > 1 else ()
+    probe = next((p for p in (*one, *two) if (p in one) != (p in two)), None)
+    return Certainty(False, lead, next_question(matches, questions, answers), probe, beyond)

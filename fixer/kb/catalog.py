@@ -15,11 +15,11 @@ from functools import cached_property
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from fixer.explain.literals import AnyOf, known_messages
 from fixer.kb.paths import KBError, default_root, team_dirs
-from fixer.kb.schema import Entry
+from fixer.kb.schema import Entry, Fact
 from fixer.kb.unwritten import unwritten
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -32,6 +32,7 @@ class Catalog:
     problems: tuple[str, ...] = field(default=())
     files: dict[str, Path] = field(default_factory=dict)  # where each entry was read from; team entries too
     drafts: tuple[str, ...] = field(default=())  # the files left out for their TODOs, each with its first TODO
+    facts: dict[str, Fact] = field(default_factory=dict)  # the questions entries' `facts` answer, by id
 
     @property
     def team(self) -> set[str]:
@@ -63,6 +64,38 @@ MAX_DEPTH = 32  # the schema nests five levels deep
 
 
 def read_entry(path: Path) -> Entry:
+    data = _read_document(path)
+    try:
+        return Entry.model_validate(data)
+    except ValidationError as exc:
+        raise KBError(f"{path.name}: {_details(exc)}") from None
+
+
+FACTS = Path("facts") / "questions.yaml"  # under a KB directory: the questions its entries' `facts` answer
+
+
+def read_facts(path: Path) -> dict[str, Fact]:
+    """The questions of one KB directory, by fact id; a directory without the file has none."""
+    if not path.exists():
+        return {}
+    data = _read_document(path)
+    try:
+        facts = TypeAdapter(list[Fact]).validate_python(data if data is not None else [])
+    except ValidationError as exc:
+        raise KBError(f"{path.name}: {_details(exc)}") from None
+    by_id: dict[str, Fact] = {}
+    for fact in facts:
+        if fact.id in by_id:
+            raise KBError(f"{path.name}: fact {fact.id!r} is asked twice")
+        by_id[fact.id] = fact
+    return by_id
+
+
+def _details(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors())
+
+
+def _read_document(path: Path) -> object:
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):  # a FIFO would block the read forever
@@ -78,11 +111,7 @@ def read_entry(path: Path) -> Entry:
         raise KBError(f"{path.name}: {exc}") from None
     except RecursionError:  # the pure-Python loader, where libyaml is missing, recurses per level
         raise KBError(f"{path.name}: nests deeper than {MAX_DEPTH} levels") from None
-    try:
-        return Entry.model_validate(data)
-    except ValidationError as exc:
-        details = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors())
-        raise KBError(f"{path.name}: {details}") from None
+    return data
 
 
 class _Refused(Exception):
@@ -132,9 +161,21 @@ def load(
     files: dict[str, Path] = {}
     problems: list[str] = []
     left_out: list[str] = []
+    facts: dict[str, Fact] = {}
     for directory in (root, *team):
         if not directory.is_dir():
             raise KBError(f"no knowledge base at {directory}")
+        try:
+            own = read_facts(directory / FACTS)
+            asked = sorted(own.keys() & facts.keys())
+            if asked:
+                raise KBError(f"{shown(directory / FACTS, root)}: asks {', '.join(asked)} again")
+        except KBError as exc:
+            if strict:
+                raise
+            problems.append(str(exc))
+        else:
+            facts.update(own)
         for path in sorted(directory.glob("*.yaml")):
             try:
                 entry = read_entry(path)
@@ -154,7 +195,9 @@ def load(
                 continue
             entries[entry.id] = entry
             files[entry.id] = path
-    return Catalog(entries=entries, root=root, problems=tuple(problems), files=files, drafts=tuple(left_out))
+    return Catalog(
+        entries=entries, root=root, problems=tuple(problems), files=files, drafts=tuple(left_out), facts=facts
+    )
 
 
 def shown(path: Path, root: Path) -> str:

@@ -365,7 +365,7 @@ def _entry_data(
         "examples": [{"source": source, "traceback": _Block(traceback)}],
         "related": [],
         "tags": tags,
-        "questions": [],
+        "facts": {},
         "quiz": {
             "question": _Folded("TODO: write a question a user could answer after reading this entry"),
             "answer": _Folded("TODO: write the right answer"),

@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from fixer import __version__, cache
 from fixer.explain.literals import AnyOf, Groups, LiteralIndex, Regex
+from fixer.kb.chances import CHANCES
 from fixer.kb.paths import KBError
 
 if TYPE_CHECKING:
@@ -38,17 +39,20 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 5  # bump when the layout below changes
+FORMAT = 6  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class Question:
-    """An entry's follow-up question, as `narrow` asks it."""
+    """A question about one fact of the user's run (kb/facts/questions.yaml), as `narrow` asks it."""
 
+    fact: str
     ask: str
-    if_yes: int
-    if_no: int
+    check: str
+    base: float
+    known: float = 0.9
+    look: tuple[Regex, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class Card:
     fix_before: str
     fix_after: str
     diagnostics: tuple[str, ...]
-    questions: tuple[Question, ...]
+    facts: tuple[tuple[str, float], ...]  # (fact, the chance of a yes under this cause), as the entry says
     file: str
     loaded: Entry | None = field(default=None, compare=False, repr=False)
 
@@ -87,7 +91,7 @@ class Card:
             fix_before=entry.fix.before,
             fix_after=entry.fix.after,
             diagnostics=tuple(entry.diagnostics),
-            questions=tuple(Question(q.ask, q.if_yes, q.if_no) for q in entry.questions),
+            facts=tuple((fact, CHANCES[likelihood]) for fact, likelihood in entry.facts.items()),
             file=str(file),
             loaded=entry,
         )
@@ -161,6 +165,7 @@ class Index:
     examples: Examples
     arguments: tuple[Regex, ...]  # the arguments some rule speaks of
     priors: dict[str, dict[str, Prior]]
+    facts: tuple[Question, ...] = ()  # the questions the entries' facts answer
     problems: tuple[str, ...] = ()  # the files the catalog skipped, said again on every load
     drafts: tuple[str, ...] = ()  # the drafts it left out (Catalog.drafts), said again too
 
@@ -210,12 +215,17 @@ def build(catalog: Catalog) -> Index:
                 examples=tuple(examples),
             )
         )
-    return _assembled(tuple(entries), priors.load(catalog.root), catalog.problems, catalog.drafts)
+    questions = tuple(
+        Question(f.id, f.ask, f.check, f.base, f.known, tuple(Regex.of(p, None) for p in f.look))
+        for f in catalog.facts.values()
+    )
+    return _assembled(tuple(entries), priors.load(catalog.root), questions, catalog.problems, catalog.drafts)
 
 
 def _assembled(
     entries: tuple[IndexedEntry, ...],
     priors: dict[str, dict[str, Prior]],
+    facts: tuple[Question, ...],
     problems: tuple[str, ...],
     drafts: tuple[str, ...],
 ) -> Index:
@@ -254,6 +264,7 @@ def _assembled(
         ),
         arguments=tuple(arguments[p] for p in sorted(arguments)),
         priors=priors,
+        facts=facts,
         problems=problems,
         drafts=drafts,
     )
@@ -273,14 +284,13 @@ def _record(entry: IndexedEntry) -> dict[str, Any]:
 
 def _entry(record: dict[str, Any]) -> IndexedEntry:
     card = record["card"]
-    questions = tuple(Question(**q) for q in card["questions"])
     return IndexedEntry(
         card=Card(
             **{
                 **card,
                 "diagnostics": tuple(card["diagnostics"]),
                 "fix_steps": tuple(card["fix_steps"]),
-                "questions": questions,
+                "facts": tuple((fact, chance) for fact, chance in card["facts"]),
             }
         ),
         signatures=tuple(
@@ -317,6 +327,7 @@ def dumps(index: Index) -> str:
         "priors": {
             m: {c: [p.count, p.total, p.points] for c, p in causes.items()} for m, causes in index.priors.items()
         },
+        "facts": [[q.fact, q.ask, q.check, q.base, q.known, [r.to_json() for r in q.look]] for q in index.facts],
         "problems": list(index.problems),
         "drafts": list(index.drafts),
     }
@@ -351,6 +362,10 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         examples=Examples(**{**examples, "bearers": Groups(**examples["bearers"])}),
         arguments=tuple(Regex.from_json(r) for r in head["arguments"]),
         priors={m: {c: Prior(*p) for c, p in causes.items()} for m, causes in head["priors"].items()},
+        facts=tuple(
+            Question(fact, ask, check, base, known, tuple(Regex.from_json(r) for r in look))
+            for fact, ask, check, base, known, look in head["facts"]
+        ),
         problems=tuple(head["problems"]),
         drafts=tuple(head["drafts"]),
     )
@@ -419,7 +434,7 @@ def fingerprint(directories: tuple[Path, ...]) -> str:
     package = Path(__file__).resolve().parents[1]
     places = [(package / "explain", ".py"), (package / "kb", ".py")]
     for directory in directories:
-        places += [(directory.resolve(), ".yaml"), (directory.resolve() / "priors", ".yaml")]  # as load reads
+        places += [(directory.resolve() / sub, ".yaml") for sub in ("", "priors", "facts")]  # as load reads
     for directory, suffix in places:
         digest.update(f"\0{directory}".encode())
         try:

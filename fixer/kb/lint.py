@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from fixer.diagnose.probes import PROBES
 from fixer.explain import detectors
 from fixer.explain.literals import BOUND_S, needs, runs_out
 from fixer.explain.match import Matcher
-from fixer.explain.narrow import within_reach
+from fixer.explain.narrow import first, interview, settled, within_reach
 from fixer.explain.parse import MAX_MESSAGE_CHARS
-from fixer.kb.catalog import Catalog, KBError, clash, read_entry, shown
-from fixer.kb.index import REGEX_FIELDS
+from fixer.kb.catalog import FACTS, Catalog, KBError, clash, read_entry, read_facts, shown
+from fixer.kb.chances import CHANCES
+from fixer.kb.index import REGEX_FIELDS, Question
 from fixer.kb.repro import Verification, verification
-from fixer.kb.schema import Entry
+from fixer.kb.schema import Entry, Fact
 from fixer.kb.unwritten import unwritten
 from fixer.patching import registry
 
@@ -56,7 +58,12 @@ def lint(root: Path, team: Sequence[Path] = ()) -> tuple[list[Entry], list[Probl
     merged: dict[str, Entry] = {}
     files: dict[str, Path] = {}
     problems: list[Problem] = []
+    facts: dict[str, Fact] = {}
     for directory in (root, *team):
+        try:
+            facts.update(read_facts(directory / FACTS))
+        except KBError as exc:
+            problems.append(Problem(shown(directory / FACTS, root), str(exc).removeprefix(f"{FACTS.name}: ")))
         paths = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
         if not paths:
             problems.append(Problem(str(directory), "no *.yaml entries" if directory.is_dir() else "not a directory"))
@@ -79,7 +86,7 @@ def lint(root: Path, team: Sequence[Path] = ()) -> tuple[list[Entry], list[Probl
             files[entry.id] = path
     entries = list(merged.values())
     names = {entry_id: shown(path, root) for entry_id, path in files.items()}
-    problems.extend(_cross_checks(entries, root, names, files))
+    problems.extend(_cross_checks(entries, root, names, files, facts))
     problems.extend(_slow_team_regexes(entries, root, names, files))
     return entries, problems
 
@@ -121,8 +128,10 @@ def _slow_team_regexes(
     return problems
 
 
-def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path]) -> list[Problem]:
-    """Checks of each entry against the others; `names` says which file to blame for an entry."""
+def _cross_checks(
+    entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path], facts: dict[str, Fact]
+) -> list[Problem]:
+    """Checks of each entry against the others and the questions; `names` says which file to blame."""
     problems: list[Problem] = []
     known = {e.id for e in entries}
     for entry in entries:
@@ -140,6 +149,11 @@ def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str], files
             for rule in entry.evidence
             if rule.when.detector is not None and rule.when.detector not in detectors.registered()
         )
+        problems.extend(
+            Problem(file, f"facts names {fact!r}, which no question in {FACTS} asks about")
+            for fact in entry.facts
+            if fact not in facts
+        )
         if entry.fix.before.strip() == entry.fix.after.strip():
             problems.append(Problem(file, "fix.before and fix.after are the same code"))
         if entry.repro and entry.repro.code.strip() == entry.repro.fixed.strip():
@@ -147,7 +161,7 @@ def _cross_checks(entries: list[Entry], root: Path, names: dict[str, str], files
         problems.extend(Problem(file, message) for message in _codemod_problems(entry))
         problems.extend(Problem(file, message) for message in unwritten(entry))
     problems.extend(_shared_wordings_weigh_alike(entries, names))
-    problems.extend(_examples_rank_first(entries, root, names, files))
+    problems.extend(_examples_rank_first(entries, root, names, files, facts))
     return problems
 
 
@@ -191,21 +205,37 @@ def _shared_wordings_weigh_alike(entries: list[Entry], names: dict[str, str]) ->
 
 
 def _examples_rank_first(
-    entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path]
+    entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path], facts: dict[str, Fact]
 ) -> list[Problem]:
     """Each real example puts its own entry first: the KB's regression test. An example whose text
     cannot decide (`ambiguous`) may rank lower, as its priors say, but must stay within reach of the
-    follow-up questions, so a person's answers can still bring it first."""
+    follow-up questions; and where the text leaves the ranking open, answering every question as the
+    entry's own `facts` say must bring it first: each cause is reachable by some sequence of answers."""
     live = {e.id: e for e in entries if not e.retired}
-    matcher = Matcher(Catalog(entries=live, root=root, files={entry_id: files[entry_id] for entry_id in live}))
+    catalog = Catalog(entries=live, root=root, files={entry_id: files[entry_id] for entry_id in live}, facts=facts)
+    matcher = Matcher(catalog)
     problems = []
     for entry in live.values():
         for number, example in enumerate(entry.examples, 1):
-            matches = matcher.explain(example.traceback).matches
+            result = matcher.explain(example.traceback)
+            matches = result.matches
             ranked = [m.id for m in matches]
-            if ranked[:1] == [entry.id] or (example.ambiguous and within_reach(matches, entry.id)):
-                continue
-            got = ", ".join(ranked[:3]) or "nothing"
-            where = "in the top 3 or among the close causes" if example.ambiguous else "first"
-            problems.append(Problem(names[entry.id], f"example {number} ({example.source}) is not {where}: {got}"))
+            where = f"example {number} ({example.source})"
+            if not (ranked[:1] == [entry.id] or (example.ambiguous and within_reach(matches, entry.id))):
+                got = ", ".join(ranked[:3]) or "nothing"
+                place = "in the top 3 or among the close causes" if example.ambiguous else "first"
+                problems.append(Problem(names[entry.id], f"{where} is not {place}: {got}"))
+            elif not settled(matches):
+                found = interview(matches, result.questions, partial(_as_cause_says, entry), limit=len(facts))
+                if first(found.matches) != entry.id:
+                    got = ", ".join(m.id for m in found.matches[:3]) or "nothing"
+                    problems.append(
+                        Problem(names[entry.id], f"{where}: answering as this entry's facts say still ranks {got}")
+                    )
     return problems
+
+
+def _as_cause_says(entry: Entry, question: Question) -> bool | None:
+    """The answer a person whose run had this cause would give: what the entry says is likely."""
+    likelihood = entry.facts.get(question.fact)
+    return None if likelihood is None else CHANCES[likelihood] >= 0.5

@@ -191,12 +191,41 @@ class Example(Strict):
     )
 
 
-class Question(Strict):
-    """A follow-up question that tells this entry apart from close causes."""
+Likelihood = Literal["always", "usually", "sometimes", "rarely", "never"]
 
-    ask: str
-    if_yes: int = Field(default=30, description="Points for this entry when the user answers yes.")
-    if_no: int = Field(default=-30, description="Points for this entry when the user answers no.")
+
+class Fact(Strict):
+    """A fact of the user's own run or code that tells causes apart where a traceback's text cannot, asked
+    as a question the user can answer, with the way to find the answer."""
+
+    id: str = Field(pattern=ENTRY_ID)
+    ask: str = Field(min_length=10, description="A yes/no question about the user's own run or code.")
+    check: str = Field(min_length=10, description="One line: how to find the answer. Shown on `?`.")
+    base: float = Field(
+        gt=0,
+        lt=1,
+        description="How often the answer is yes in runs that hit these errors at all: what a cause that "
+        "says nothing about this fact expects.",
+    )
+    known: float = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="How often a user can answer it: what their run did, nearly always; a library model's "
+        'internals, often not. A question answered "don\'t know" tells nothing, so this weighs what it can tell.',
+    )
+    look: list[str] = Field(
+        default_factory=list,
+        description="Regexes over the lines of the user's project: a line that matches answers yes, "
+        "with its file and line as the reason, and the question is not asked.",
+    )
+
+    @field_validator("look")
+    @classmethod
+    def _looks_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            _compiles(pattern)
+        return patterns
 
 
 class Quiz(Strict):
@@ -225,7 +254,12 @@ class Entry(Strict):
     examples: list[Example] = Field(min_length=1)
     related: list[str] = Field(default_factory=list)
     tags: Tags = Field(default_factory=Tags)
-    questions: list[Question] = Field(default_factory=list)
+    facts: dict[str, Likelihood] = Field(
+        default_factory=dict,
+        description="How likely a yes is, under this cause, to each question of kb/facts/questions.yaml it "
+        "speaks to: `always` or `never` for what the cause cannot be without (an answer against it rules the "
+        "cause out), `usually` or `rarely` for what it leans to; an unnamed fact counts at its base rate.",
+    )
     quiz: Quiz
     retired: bool = False
     overrides: bool = Field(

@@ -19,6 +19,7 @@ from typing import Any
 from fixer.explain import evidence as _evidence
 from fixer.explain import libraries as _libraries
 from fixer.explain import match as _match
+from fixer.explain import narrow as _narrow
 from fixer.explain import normalise as _normalise
 from fixer.explain import parse as _parse
 from fixer.explain import priors as _priors
@@ -442,6 +443,7 @@ def _entry(entry: Entry, compiled: Any, url: str) -> dict[str, Any]:
             {"message": known.message, "kinds": list(known.kinds), "source": known.source}
             for known in compiled.examples
         ],
+        "facts": [[fact, chance] for fact, chance in compiled.card.facts],
     }
 
 
@@ -469,7 +471,15 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "WRAP_SPAN": _parse._WRAP_SPAN,
             "HEADER_ROWS": _read._HEADER_ROWS,
             "MAX_CODE_CHARS": _parse.MAX_CODE_CHARS,
+            "MARGIN": _narrow.MARGIN,
+            "TEMPERATURE": _narrow.TEMPERATURE,
+            "BEYOND": _narrow.BEYOND,
+            "RULED_OUT": _narrow.RULED_OUT,
         },
+        "questions": [
+            {"fact": q.fact, "ask": q.ask, "check": q.check, "base": q.base, "known": q.known}
+            for q in matcher.index.facts
+        ],
         "torch_subpackages": sorted(_libraries._TORCH_SUBPACKAGES),
         "patterns": patterns(),
         "known_messages": to_js(catalog.known_messages.pattern) if len(catalog) else None,

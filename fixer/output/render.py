@@ -8,6 +8,7 @@ are drawn for a terminal only: a pipe or a file gets plain text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -21,7 +22,7 @@ from rich.text import Text
 
 from fixer.diagnose.probes import PROBES, how_to_run
 from fixer.explain.match import Explanation, Match
-from fixer.explain.narrow import Certainty, certainty
+from fixer.explain.narrow import Answer, Certainty, certainty
 from fixer.explain.parse import Traceback
 from fixer.kb.index import Card
 from fixer.output import diff as unified
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # only other commands render these; explain must not import t
     from fixer.fleet.scan import Triage
     from fixer.kb.evaluate import Score
     from fixer.kb.lint import EntryStats
-    from fixer.kb.schema import Entry
+    from fixer.kb.schema import Entry, Fact
     from fixer.patching.plan import Patch
     from fixer.training import Exercise
 
@@ -179,6 +180,9 @@ def fix_section(card: Card) -> Group:
 def explanation(result: Explanation, top: int) -> Group:
     tb = result.traceback
     assert tb is not None
+    known = certainty(result.matches, result.questions, result.answers)
+    if known is not None and known.beyond:
+        return beyond_kb(result, top)
     best, *others = result.matches
     card = best.card  # from the index: no entry file read, no model validated
     why = Text()
@@ -205,7 +209,8 @@ def explanation(result: Explanation, top: int) -> Group:
         ),
         _section("Why fixer thinks so", why),
     ]
-    known = certainty(result.matches)
+    if result.answers:
+        parts.insert(-1, _section("Answered", answered(result.answers)))
     if known is not None and not known.confident:
         parts.append(_Indent(uncertain_note(result.matches, known), by=0))
     parts.append(fix_section(card))
@@ -215,11 +220,61 @@ def explanation(result: Explanation, top: int) -> Group:
     return Group(*parts)
 
 
+def answered(answers: Sequence[Answer]) -> Text:
+    lines = Text()
+    for given in answers:
+        reply = "don't know" if given.reply is None else "yes" if given.reply else "no"
+        lines.append(f"  {reply}", style="bold")
+        lines.append(f" ({given.where})" if given.where else "", style="dim")
+        lines.append(f": {given.question.ask}\n")
+    lines.rstrip()
+    return lines
+
+
+def beyond_kb(result: Explanation, top: int) -> Group:
+    """What the answers leave when they rule out every cause fixer knows: a plain "probably not one of
+    these", and the way to find and record the cause, instead of a winner at a few points."""
+    assert result.traceback is not None
+    steps = Text()
+    for number, step in enumerate(BEYOND_STEPS, 1):
+        steps.append(f"{number}. ", style="bold")
+        steps.append(step + "\n")
+    steps.rstrip()
+    parts: list[RenderableType] = [
+        error_header(result.traceback),
+        _Boxed(
+            "Probably not in the KB",
+            Group(
+                Text(
+                    "Your answers rule out the causes fixer knows for this message, or leave each less likely "
+                    "than a cause it does not hold."
+                ),
+                Text(),
+                answered(result.answers),
+            ),
+            border_style="yellow",
+        ),
+        _section("What to check", steps),
+    ]
+    if result.matches:
+        parts.append(_section("Still possible, though less likely", candidates(result.matches[:top])))
+    return Group(*parts)
+
+
+BEYOND_STEPS = (
+    "Print `.device` for every tensor the failing line takes, the layer's parameters included "
+    "(`{n: p.device for n, p in layer.named_parameters()}`): the odd one out is where to look.",
+    "Trace where that tensor is made or loaded, and move it (or make it) on the device of the others.",
+    "`fixer diagnose` runs the checks that need your machine: CUDA, devices, a checkpoint (`--checkpoint`).",
+    "Once you know the cause, `fixer kb new` turns the traceback into an entry, so the next person gets the answer.",
+)
+
+
 def uncertain_note(matches: list[Match], known: Certainty) -> Text:
     """Said plainly when the first place is a close call, with what would settle it."""
     note = Text(f"Not certain: {matches[0].id} leads {matches[1].id} by {known.lead} points.", style="yellow")
     if known.question is not None:
-        note.append(f" What would tell them apart: {known.question.text}", style="yellow")
+        note.append(f" What would tell them apart: {known.question.ask}", style="yellow")
     elif known.probe is not None:
         note.append(f" To tell them apart, check {how_to_run(known.probe)}.", style="yellow")
     return note
@@ -316,6 +371,16 @@ def triage_view(result: Triage, shown: int) -> RenderableType:
         if len(result.groups) > shown:
             parts.append(Text(f"... and {len(result.groups) - shown} more fingerprints (--json or --csv lists all)"))
     return Group(*parts)
+
+
+def question_list(facts: Sequence[Fact]) -> Text:
+    lines = Text()
+    for fact in facts:
+        lines.append(fact.id, style="bold")
+        lines.append(f"\n  {fact.ask}\n")
+        lines.append(f"  how to find out: {fact.check}\n", style="dim")
+    lines.rstrip()
+    return lines
 
 
 def entry_list(entries: list[Entry]) -> RenderableType:

@@ -7,13 +7,14 @@ Scripts depend on these field names; add fields freely, never rename or remove o
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from fixer import __version__
 from fixer.explain.evidence import Evidence
 from fixer.explain.match import Match
-from fixer.explain.narrow import Certainty
+from fixer.explain.narrow import Answer, Certainty, answer, said_of
 from fixer.explain.parse import Frame, Traceback
 
 if TYPE_CHECKING:
@@ -88,12 +89,30 @@ class PatchOut:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RankedOut:
+    id: str
+    score: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerOut:
+    fact: str  # the fact of the run it settles (kb/facts/questions.yaml)
+    question: str
+    reply: bool | None  # null: "don't know"
+    where: str | None = None  # file:line and the line, when the user's project gave the answer
+
+
+@dataclass(frozen=True, kw_only=True)
 class UncertainOut:
     """Why the first place is not certain, and what would settle it."""
 
     lead: int  # points between the first and the second match
-    question: str | None  # a yes/no question whose answer re-ranks them (asked at a terminal)
-    question_entry: str | None  # the entry the question speaks for
+    question: str | None  # the yes/no question expected to tell the most (asked at a terminal)
+    question_entry: str | None  # the highest-ranked cause whose entry speaks of that fact
+    question_fact: str | None  # the fact of the run it asks about; answer it with `fixer explain --answer FACT=yes`
+    question_check: str | None  # how the user finds the answer
+    if_yes: list[RankedOut] = field(default_factory=list)  # the first three causes after a yes
+    if_no: list[RankedOut] = field(default_factory=list)  # and after a no
     probe: str | None  # a probe one of the two names and the other does not
     probe_checks: str | None  # what that probe looks at and the command that runs it
 
@@ -105,6 +124,8 @@ class ExplainOut:
     matches: list[MatchOut]
     confident: bool | None = None  # null when nothing matched
     uncertain: UncertainOut | None = None  # set when confident is false
+    answers: list[AnswerOut] = field(default_factory=list)  # the questions settled, by the project or the user
+    beyond_kb: bool = False  # the answers leave no known cause ahead of one the KB does not hold
     patches: list[PatchOut] = field(default_factory=list)
     slow_regexes: dict[str, str] = field(default_factory=dict)  # team entries skipped for time: file -> the regex
 
@@ -172,23 +193,42 @@ def explain_out(
     patches: list[Patch],
     known: Certainty | None,
     slow: dict[str, str] | None = None,
+    answers: Sequence[Answer] = (),
+    ranking: Sequence[Match] = (),
 ) -> ExplainOut:
-    """`matches` as shown (the top N); `known` judged on all of them."""
+    """`matches` as shown (the top N); `known` judged on all of them, the `ranking` (default: `matches`),
+    which the next question's outcomes re-rank."""
     return ExplainOut(
         traceback=traceback_out(tb, ev) if tb is not None and ev is not None else None,
         matches=[match_out(m) for m in matches],
         confident=known.confident if known else None,
-        uncertain=uncertain_out(known) if known and not known.confident else None,
+        uncertain=uncertain_out(known, ranking or matches) if known and not known.confident else None,
+        answers=[
+            AnswerOut(fact=a.question.fact, question=a.question.ask, reply=a.reply, where=a.where) for a in answers
+        ],
+        beyond_kb=bool(known and known.beyond),
         patches=[patch_out(p) for p in patches],
         slow_regexes=dict(slow or {}),
     )
 
 
-def uncertain_out(known: Certainty) -> UncertainOut:
+def uncertain_out(known: Certainty, ranking: Sequence[Match]) -> UncertainOut:
+    """With the next question, the ranking each answer would leave: an editor or a bot can show both
+    without running fixer again."""
+    question = known.question
+    after = {
+        reply: [RankedOut(id=m.id, score=m.score) for m in answer(ranking, Answer(question, reply))[:3]]
+        for reply in (True, False)
+        if question is not None
+    }
     return UncertainOut(
         lead=known.lead,
-        question=known.question.text if known.question else None,
-        question_entry=known.question.entry if known.question else None,
+        question=question.ask if question else None,
+        question_entry=next((m.id for m in ranking if question and said_of(m, question)), None),
+        question_fact=question.fact if question else None,
+        question_check=question.check if question else None,
+        if_yes=after.get(True, []),
+        if_no=after.get(False, []),
         probe=known.probe,
         probe_checks=_how_to_run(known.probe) if known.probe else None,
     )

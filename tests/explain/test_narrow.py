@@ -1,8 +1,10 @@
-"""Follow-up questions on real KB tracebacks: a bare "cuda:0 and cpu!" is narrowed by the answers, a
-clear traceback asks nothing, and `fixer explain` asks only a person at a terminal."""
+"""Follow-up questions on real KB tracebacks: a bare "cuda:0 and cpu!" is narrowed by the answers, each
+answer a Bayesian update in the ranking's points, a cause an answer contradicts is gone, answers against
+every known cause end in "probably not in the KB", and `fixer explain` asks only a person at a terminal."""
 
 from __future__ import annotations
 
+import math
 import os
 import pty
 import re
@@ -18,13 +20,17 @@ import pytest
 
 from fixer.explain import narrow
 from fixer.explain.match import Match, Matcher
-from fixer.explain.narrow import Asked, answer, interview, next_question, settled
+from fixer.explain.narrow import Answer, answer, chance, first, information, interview, next_question, settled
 from fixer.kb.catalog import Catalog
-from fixer.kb.index import Card
+from fixer.kb.chances import CHANCES
+from fixer.kb.index import Question
 
 RESUME = "optimizer-state-after-resume"
 BARE = re.compile(
     r"RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+)
+BARE_TWO_GPUS = re.compile(
+    r"RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!"
 )
 PROMPT = b"[y/n/?]"
 INTRO = b"A few questions"
@@ -53,18 +59,26 @@ def ranked(matcher: Matcher, bare: str) -> list[Match]:
 
 
 @pytest.fixture(scope="module")
-def resume(catalog: Catalog) -> Asked:
-    entry = catalog.get(RESUME)
-    assert entry is not None
-    return Asked(RESUME, next(q for q in Card.of(entry).questions if "optimizer state dict" in q.ask))
+def questions(matcher: Matcher) -> dict[str, Question]:
+    return {q.fact: q for q in matcher.index.facts}
 
 
 def _position(matches: list[Match], entry_id: str) -> int:
     return [m.id for m in matches].index(entry_id)
 
 
-def _never(question: str) -> bool | None:
-    raise AssertionError(f"asked {question!r} of a settled traceback")
+def _never(question: Question) -> bool | None:
+    raise AssertionError(f"asked {question.ask!r} of a settled traceback")
+
+
+def _as_cause_says(catalog: Catalog, entry_id: str):
+    facts = catalog.get(entry_id).facts  # type: ignore[union-attr]
+
+    def ask(question: Question) -> bool:
+        said = facts.get(question.fact)
+        return (question.base if said is None else CHANCES[said]) >= 0.5
+
+    return ask
 
 
 def test_a_bare_message_is_open_and_a_named_argument_is_settled(matcher: Matcher, catalog: Catalog, ranked):
@@ -86,91 +100,143 @@ def test_a_cause_behind_a_close_race_stays_within_reach_and_one_behind_a_clear_l
     assert not narrow.within_reach(ranked, "no-such-cause")
 
 
-def test_yes_to_a_runner_up_question_puts_that_cause_first(ranked):
-    runner_up = ranked[1]
-    asked = Asked(runner_up.id, next(q for q in runner_up.card.questions if q.if_yes > 0))
-    after = answer(ranked, asked, True)
-    first = after[0]
-    assert first.id == runner_up.id
-    assert first.score == min(100, runner_up.score + asked.question.if_yes)
-    assert first.reasons[0].text == f"you answered yes: {asked.text}"
-    assert first.reasons[0].points == asked.question.if_yes
-    assert [(-m.score, m.id) for m in after] == sorted((-m.score, m.id) for m in after)
+def test_an_answer_moves_each_cause_by_the_log_of_how_much_likelier_it_makes_it(ranked, questions):
+    """Bayes' rule in the ranking's points: a cause that says a yes is likely gains, one that says it is
+    unlikely loses, one that says nothing of the fact stays, and the answer is among the reasons."""
+    question = questions["fails-in-forward"]
+    after = {m.id: m for m in answer(ranked, Answer(question, True))}
+    for match in ranked:
+        said = dict(match.card.facts).get("fails-in-forward")
+        moved = after[match.id]
+        if said is None:
+            assert moved == match
+            continue
+        points = round(narrow.TEMPERATURE * math.log(said / question.base))
+        assert moved.score == max(0, min(100, match.score + points))
+        assert moved.reasons[0].text == f"you answered yes: {question.ask}" and moved.reasons[0].points == points
+    reordered = answer(ranked, Answer(question, True))
+    assert [(-m.score, m.id) for m in reordered] == sorted((-m.score, m.id) for m in reordered)
 
 
-def test_no_to_the_checkpoint_question_moves_optimizer_state_down(ranked, resume):
-    before = ranked[_position(ranked, RESUME)]
-    after = answer(ranked, resume, False)
-    moved = after[_position(after, RESUME)]
-    assert _position(after, RESUME) > _position(ranked, RESUME)
-    assert moved.score == max(0, before.score + resume.question.if_no)
-    assert moved.reasons[0].text == f"you answered no: {resume.text}"
-    assert {m.id: m for m in after if m.id != RESUME} == {m.id: m for m in ranked if m.id != RESUME}
+def test_an_answer_against_what_a_cause_cannot_be_without_rules_it_out(ranked, questions):
+    assert chance(ranked[_position(ranked, RESUME)], questions["resumed"]) == CHANCES["always"]
+    after = answer(ranked, Answer(questions["resumed"], False))
+    assert RESUME not in {m.id for m in after}
+    assert len(after) == len(ranked) - sum(
+        1 for m in ranked if dict(m.card.facts).get("resumed", 0.5) >= 1 - narrow.RULED_OUT
+    )
+    kept = answer(ranked, Answer(questions["resumed"], True))
+    assert kept[0].id == RESUME  # a yes to what only it says puts it first
 
 
-def test_scores_stay_within_0_and_100(matcher: Matcher, catalog: Catalog, resume):
+def test_a_base_rate_below_the_rule_out_line_rules_out_nothing(ranked, questions):
+    """A cause that says nothing of a rare fact keeps its place after a yes to it: only what a cause says
+    of itself can rule it out."""
+    keras = questions["keras"]
+    assert keras.base <= narrow.RULED_OUT
+    assert {m.id for m in answer(ranked, Answer(keras, True))} == {m.id for m in ranked}
+
+
+def test_scores_stay_within_0_and_100(matcher: Matcher, catalog: Catalog, questions):
     var = matcher.explain(_example(catalog, "FoundationVision/VAR")).matches
-    assert answer(var, resume, True)[0].score == 100
-    assert all(0 <= m.score <= 100 for reply in (True, False) for m in answer(var, resume, reply))
+    assert answer(var, Answer(questions["resumed"], True))[0].score == 100
+    after = [answer(var, Answer(q, reply)) for q in questions.values() for reply in (True, False)]
+    assert all(0 <= m.score <= 100 for matches in after for m in matches)
 
 
-def test_dont_know_changes_nothing_and_is_not_asked_again(ranked):
+def test_dont_know_changes_nothing_and_is_not_asked_again(ranked, questions):
     asked: list[str] = []
 
-    def ask(question: str) -> None:
-        asked.append(question)
+    def ask(question: Question) -> None:
+        asked.append(question.fact)
 
-    assert interview(ranked, ask, limit=50) == ranked
+    found = interview(ranked, list(questions.values()), ask, limit=50)
+    assert found.matches == ranked
     assert asked and len(asked) == len(set(asked))
-    question = next_question(ranked, [])
-    assert question is not None and answer(ranked, question, None) == ranked
+    question = next_question(ranked, questions.values())
+    assert question is not None and answer(ranked, Answer(question, None)) == ranked
 
 
-def test_a_clear_traceback_asks_nothing(matcher: Matcher, catalog: Catalog):
+def test_the_next_question_is_the_most_telling_of_those_that_can_change_the_first_place(ranked, questions):
+    chosen = next_question(ranked, questions.values())
+    assert chosen is not None
+    worth = [
+        q
+        for q in questions.values()
+        if any(first(o) != first(ranked) or settled(o) for o in (answer(ranked, Answer(q, r)) for r in (True, False)))
+    ]
+    assert chosen in worth and information(ranked, chosen) == max(information(ranked, q) for q in worth)
+    unspoken = Question("nobody-says", "Is it so?", "Look.", 0.3)
+    assert information(ranked, unspoken) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_clear_traceback_asks_nothing(matcher: Matcher, catalog: Catalog, questions):
     var = matcher.explain(_example(catalog, "FoundationVision/VAR")).matches
-    assert next_question(var, []) is not None  # it has questions, but nothing left to settle
-    assert interview(var, _never) == var
+    assert interview(var, list(questions.values()), _never).matches == var
 
 
 @pytest.mark.parametrize("limit", [0, 1, 2, 3])
-def test_the_interview_asks_at_most_limit_distinct_questions(ranked, limit):
+def test_the_interview_asks_at_most_limit_distinct_questions(ranked, questions, limit):
     asked: list[str] = []
 
-    def ask(question: str) -> bool:
-        asked.append(question)
+    def ask(question: Question) -> bool:
+        asked.append(question.fact)
         return False
 
-    interview(ranked, ask, limit=limit)
+    interview(ranked, list(questions.values()), ask, limit=limit)
     assert len(asked) <= limit and len(asked) == len(set(asked))
     assert bool(asked) == bool(limit)  # a bare message is open: the first question always comes
 
 
-def test_end_of_input_stops_the_interview_and_keeps_earlier_answers(ranked):
-    first = next_question(ranked, [])
-    assert first is not None
+def test_end_of_input_stops_the_interview_and_keeps_earlier_answers(ranked, questions):
+    first_question = next_question(ranked, questions.values())
+    assert first_question is not None
     replies: Iterator[bool] = iter([False])
 
-    def ask(question: str) -> bool:
+    def ask(question: Question) -> bool:
         try:
             return next(replies)
         except StopIteration:
             raise EOFError from None
 
-    assert interview(ranked, ask) == answer(ranked, first, False)
+    found = interview(ranked, list(questions.values()), ask)
+    assert found.matches == answer(ranked, Answer(first_question, False))
+    assert found.answers == (Answer(first_question, False),)
+
+
+def test_answers_against_every_known_cause_end_beyond_the_kb(matcher: Matcher, catalog: Catalog, questions):
+    """No to every question on a bare two-GPU message leaves no known cause ahead of one the KB does not
+    hold: the verdict says so, with no winner at a few points, and no cause an answer ruled out is first."""
+    result = matcher.explain(_example(catalog, BARE_TWO_GPUS))
+    found = interview(result.matches, result.questions, lambda q: False, limit=len(questions))
+    assert first(found.matches) is None
+    known = narrow.certainty(found.matches, result.questions, found.answers)
+    assert known is not None and known.beyond and not known.confident
+    ruled_out = {
+        m.id
+        for m in result.matches
+        for a in found.answers
+        if dict(m.card.facts).get(a.question.fact, 0.5) >= 1 - narrow.RULED_OUT
+    }
+    assert ruled_out and not ruled_out & {m.id for m in found.matches}
 
 
 def test_truthful_answers_lead_every_open_kb_example_to_its_own_entry(matcher: Matcher, catalog: Catalog):
-    """What the questions are for: on every KB example the text leaves open, answering each question
-    as the example's real cause would puts that cause first within the default three questions."""
+    """What the questions are for: on every KB example the text leaves open, answering as a person whose
+    run had the example's cause would (what the entry says, else the likelier answer in any run) brings
+    that cause first, and keeps it in the top 3 within the default three questions."""
     opened = 0
     for entry in catalog:
-        own = {q.ask for q in entry.questions}
         for example in entry.examples:
-            matches = matcher.explain(example.traceback).matches
-            if settled(matches):
+            result = matcher.explain(example.traceback)
+            if settled(result.matches):
                 continue
             opened += 1
-            assert interview(matches, lambda q, own=own: q in own)[0].id == entry.id, example.source
+            ask = _as_cause_says(catalog, entry.id)
+            unlimited = interview(result.matches, result.questions, ask, limit=len(result.questions))
+            assert first(unlimited.matches) == entry.id, example.source
+            three = interview(result.matches, result.questions, ask)
+            assert entry.id in [m.id for m in three.matches[:3]], example.source
     assert opened
 
 
@@ -256,17 +322,29 @@ def test_no_input_never_asks_at_a_terminal(bare_file: Path, ranked):
 
 
 @posix_only
-def test_answers_at_a_terminal_rerank_the_explanation(bare_file: Path, ranked):
-    script, given = [True, True, True], []
+def test_answers_at_a_terminal_rerank_the_explanation(bare_file: Path, ranked, questions):
+    given: list[bool] = []
 
-    def ask(question: str) -> bool:
-        given.append(script[len(given)])
-        return given[-1]
+    def ask(question: Question) -> bool:
+        given.append(True)
+        return True
 
-    expected = interview(ranked, ask)
+    expected = interview(ranked, list(questions.values()), ask).matches
     assert expected[0].id != ranked[0].id, "the answers should change the first cause"
-    output, code = _in_a_terminal(["explain", str(bare_file)], replies=["y" if reply else "n" for reply in given])
+    output, code = _in_a_terminal(["explain", str(bare_file)], replies=["y" for _ in given])
     assert code == 0
     assert output.count(PROMPT) == len(given)
     assert f"{expected[0].id} · score {expected[0].score}/100".encode() in output
     assert b"you answered yes: " in output
+
+
+@posix_only
+def test_a_question_mark_says_how_to_find_the_answer_and_asks_again(bare_file: Path, ranked, questions):
+    question = next_question(ranked, questions.values())
+    assert question is not None
+    output, code = _in_a_terminal(["explain", str(bare_file)], replies=["?", "n", "", ""])
+    assert code == 0
+    said = b" ".join(re.sub(rb"\x1b\[[0-9;]*m", b"", output).split())
+    assert b"How to find out: " + " ".join(question.check.split()).encode() in said
+    assert output.count(question.ask.encode()) >= 1
+    assert f"you answered no: {question.ask}".encode() in said

@@ -1,0 +1,89 @@
+"""Read the user's project before asking them about it.
+
+A question such as "is the model a loaded `torch.export` program?" is one the user's own code often
+answers: a line calling `torch.export.load` says yes, with its file and line to show for it. fixer
+reads the project it runs in (the git work tree around the current directory), its Python files and
+notebooks, for the lines each question's `look` regexes describe. Only a yes is read this way: a call
+missing from the project can still be made by a library, so absence answers nothing.
+
+Reading stays cheap and bounded: hidden directories, virtual environments and installed packages are
+skipped, and so are files past `MAX_BYTES` and every file after `MAX_FILES`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from fixer.kb.index import Question
+
+MAX_FILES = 2000
+MAX_BYTES = 1_000_000
+SUFFIXES = (".py", ".ipynb")
+_SKIPPED = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
+
+
+def root_of(start: Path) -> Path | None:
+    """The git work tree holding `start`, or None outside one: a home directory or a download folder is
+    no project, and reading all of it would be slow and say nothing about this run."""
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def current() -> Path | None:
+    """The project around the current directory, where fixer runs beside the user's code."""
+    try:
+        return root_of(Path.cwd())
+    except OSError:  # the current directory was removed
+        return None
+
+
+def sightings(root: Path, questions: Sequence[Question]) -> dict[str, str]:
+    """Fact -> where the project shows a yes to it (`file:line: the line`), for the questions that say
+    what to look for; the first line found for each fact."""
+    wanted = [q for q in questions if q.look]
+    found: dict[str, str] = {}
+    for path in _sources(root):
+        if len(found) == len(wanted):
+            break
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        lowered = text.lower()
+        for question in wanted:
+            if question.fact in found or not any(r.may_match(lowered) for r in question.look):
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                if any(r.compiled().search(line) for r in question.look):
+                    shown = " ".join(line.split())[:80]
+                    found[question.fact] = f"{path.relative_to(root).as_posix()}:{number}: {shown}"
+                    break
+    return found
+
+
+def _sources(root: Path) -> Iterator[Path]:
+    """The project's Python files and notebooks, in a stable order, skipping what is not the project's."""
+    count = 0
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = sorted(
+            d
+            for d in subdirectories
+            if not d.startswith(".") and d not in _SKIPPED and not (Path(directory, d) / "pyvenv.cfg").exists()
+        )
+        for name in sorted(files):
+            if not name.endswith(SUFFIXES):
+                continue
+            path = Path(directory, name)
+            try:
+                if path.stat().st_size > MAX_BYTES:
+                    continue
+            except OSError:
+                continue
+            count += 1
+            if count > MAX_FILES:
+                return
+            yield path

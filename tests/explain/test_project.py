@@ -1,0 +1,160 @@
+"""Reading the user's project before asking them: a line in their code answers a question, with its file
+and line, and the same paste asks instead where no project shows it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixer.explain.match import Matcher
+from fixer.explain.narrow import settled
+from fixer.explain.project import MAX_BYTES, root_of, sightings
+from fixer.kb.catalog import Catalog
+
+EXPORTED = "exported-program-hardcoded-device"
+# A bare two-GPU message, as KB examples quote it: its text alone cannot name the cause.
+BARE_TWO_GPUS = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!\n"
+)
+SERVE = 'import torch\n\nprogram = torch.export.load("detector.pt2")\nboxes = program.module()(images)\n'
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _explain_json(cwd: Path, *args: str, stdin: str = BARE_TWO_GPUS) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "explain", "--json", *args, "-"],
+        input=stdin.encode(),
+        capture_output=True,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)
+
+
+def test_the_project_is_the_git_work_tree_around_the_directory(tmp_path: Path):
+    root = _project(tmp_path, {"src/serve.py": SERVE})
+    assert root_of(root / "src") == root
+    assert root_of(tmp_path) is None
+
+
+def test_a_call_in_the_project_answers_yes_with_its_file_and_line(tmp_path: Path, matcher: Matcher):
+    root = _project(tmp_path, {"notes.txt": "torch.export.load(", "src/serve.py": SERVE})
+    seen = sightings(root, matcher.index.facts)
+    assert seen["captured-program"] == 'src/serve.py:3: program = torch.export.load("detector.pt2")'
+    assert "device-map" not in seen  # absence answers nothing
+
+
+def test_installed_packages_hidden_folders_and_huge_files_are_not_the_project(tmp_path: Path, matcher: Matcher):
+    root = _project(
+        tmp_path,
+        {
+            ".venv/pyvenv.cfg": "home = /usr/bin\n",
+            ".venv/lib/site-packages/lib.py": SERVE,
+            "env/pyvenv.cfg": "home = /usr/bin\n",
+            "env/lib.py": SERVE,
+            "node_modules/x.py": SERVE,
+            "big.py": SERVE + "#" * MAX_BYTES,
+        },
+    )
+    assert sightings(root, matcher.index.facts) == {}
+
+
+def test_inside_a_project_that_loads_an_exported_program_a_bare_message_needs_no_question(
+    tmp_path: Path, catalog: Catalog
+):
+    root = _project(tmp_path, {"serve.py": SERVE})
+    inside = Matcher(catalog, project=root).explain(BARE_TWO_GPUS)
+    assert inside.matches[0].id == EXPORTED and settled(inside.matches)
+    assert [(a.question.fact, a.reply, a.where) for a in inside.answers] == [
+        ("captured-program", True, 'serve.py:3: program = torch.export.load("detector.pt2")')
+    ]
+    outside = Matcher(catalog).explain(BARE_TWO_GPUS)
+    assert outside.matches[0].id != EXPORTED and not settled(outside.matches)
+
+
+def test_explain_reads_the_project_it_runs_in_and_asks_outside_it(tmp_path: Path):
+    root = _project(tmp_path, {"serve.py": SERVE})
+    inside = _explain_json(root)
+    assert inside["matches"][0]["id"] == EXPORTED and inside["confident"] is True
+    assert inside["answers"][0]["where"].startswith("serve.py:3: ")
+    outside = _explain_json(tmp_path)
+    assert outside["confident"] is False and outside["uncertain"]["question"]
+    assert outside["answers"] == []
+    assert _explain_json(root, "--no-project")["matches"][0]["id"] != EXPORTED
+
+
+@pytest.mark.parametrize("reply", ["yes", "no"])
+def test_an_answer_given_up_front_moves_the_ranking_as_json_said_it_would(tmp_path: Path, reply: str):
+    before = _explain_json(tmp_path)
+    fact = before["uncertain"]["question_fact"]
+    after = _explain_json(tmp_path, "--answer", f"{fact}={reply}")
+    promised = before["uncertain"]["if_yes" if reply == "yes" else "if_no"]
+    assert [{"id": m["id"], "score": m["score"]} for m in after["matches"]] == promised
+    assert after["answers"] == [
+        {"fact": fact, "question": before["uncertain"]["question"], "reply": reply == "yes", "where": None}
+    ]
+
+
+def test_an_answer_about_no_known_fact_is_a_usage_error(tmp_path: Path):
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "explain", "--answer", "moon-phase=yes", "-"],
+        input=BARE_TWO_GPUS.encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert b"no question about moon-phase" in done.stderr and b"Traceback" not in done.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "fixer", "explain", "--answer", "resumed", "-"],
+        input=BARE_TWO_GPUS.encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2 and b"write FACT=yes or FACT=no" in bad.stderr
+
+
+def test_answers_against_every_known_cause_say_probably_not_in_the_kb(tmp_path: Path, matcher: Matcher):
+    """The all-"no" path, given on the command line: no winner at a few points, the verdict and the next
+    steps instead, in the terminal and in JSON."""
+    noes = [f"{q.fact}=no" for q in matcher.index.facts if q.fact not in {"cuda-available", "model-moved"}]
+    args = [a for fact in noes for a in ("--answer", fact)]
+    document = _explain_json(tmp_path, *args)
+    assert document["beyond_kb"] is True and document["confident"] is False
+    done = subprocess.run(
+        [sys.executable, "-m", "fixer", "explain", "--no-input", *args, "-"],
+        input=BARE_TWO_GPUS.encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    said = " ".join(done.stdout.decode().split())
+    assert "Probably not in the KB" in said and "Most likely cause" not in said
+    assert "fixer kb new" in said
+
+
+def test_fixer_questions_lists_every_fact_an_entry_speaks_of(catalog: Catalog, tmp_path: Path):
+    command = [sys.executable, "-m", "fixer", "questions", "--json"]
+    done = subprocess.run(command, capture_output=True, cwd=tmp_path, timeout=60, check=True)
+    listed = {q["fact"]: q for q in json.loads(done.stdout)}
+    assert {fact for entry in catalog for fact in entry.facts} <= listed.keys()
+    assert all(q["question"].endswith("?") and q["check"] for q in listed.values())
