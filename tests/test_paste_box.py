@@ -19,6 +19,7 @@ from conftest import CORPUS, ROOT, kb_examples
 from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback, word_wrapped
 
 from fixer.explain.match import Matcher
+from fixer.explain.narrow import interview, settled
 from fixer.explain.parse import parse
 from fixer.kb.catalog import Catalog
 from fixer.output.export import UntranslatableRegex, matcher_data, to_js
@@ -44,6 +45,28 @@ const out = texts.map((text) => parse(data, text)?.final.frames.map((f) => [f.pa
 process.stdout.write(JSON.stringify(out));
 """
 
+# Loads the port and runs the follow-up questions on every case with a fixed answer policy (yes to all, no
+# to all, or alternating), printing per case and policy [[asked facts], [[id, score], ...] after them].
+INTERVIEW_RUNNER = """
+import { readFileSync } from "node:fs";
+import { explain, answer, nextQuestion, settled } from "./fixer-match.mjs";
+const { data, texts, policies, limit } = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const out = texts.map((text) => policies.map((policy) => {
+  let matches = explain(data, text).matches;
+  const answered = [];
+  while (answered.length < limit && matches.length && !settled(data, matches)) {
+    const question = nextQuestion(data, matches, answered);
+    if (question === null) break;
+    const reply = policy === "alternate" ? answered.length % 2 === 0 : policy === "yes";
+    answered.push({ question, reply });
+    matches = answer(data, matches, question, reply);
+  }
+  return [answered.map((a) => a.question.fact), matches.map((m) => [m.id, m.score])];
+}));
+process.stdout.write(JSON.stringify(out));
+"""
+POLICIES = ("yes", "no", "alternate")
+
 
 def _cases() -> list[tuple[str, str]]:
     cases = [(f"kb:{entry}#{number}", text) for entry, number, text in kb_examples()]
@@ -67,7 +90,9 @@ def _run_node(tmp_path: Path, payload: dict[str, Any], runner: str = RUNNER) -> 
     assert NODE is not None
     # the site's classic script, as a module the runners import from
     script = (JS / "fixer-match.js").read_text()
-    (tmp_path / "fixer-match.mjs").write_text(script + "export const { explain, parse } = globalThis.fixerMatch;\n")
+    (tmp_path / "fixer-match.mjs").write_text(
+        script + "export const { explain, parse, answer, nextQuestion, settled } = globalThis.fixerMatch;\n"
+    )
     (tmp_path / "runner.mjs").write_text(runner)
     (tmp_path / "input.json").write_text(json.dumps(payload))
     result = subprocess.run(
@@ -108,6 +133,29 @@ def test_browser_matcher_agrees_with_fixer_explain(tmp_path: Path, data: dict[st
             ranking_disagreements.append(f"{name}: python {python} / js {js}")
     assert first_disagreements == [], f"{len(first_disagreements)}/{len(cases)} disagree on the first match"
     assert ranking_disagreements == [], f"{len(ranking_disagreements)}/{len(cases)} rank differently"
+
+
+@pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")
+def test_browser_asks_the_questions_fixer_asks_and_reranks_alike(
+    tmp_path: Path, data: dict[str, Any], catalog: Catalog
+) -> None:
+    """The same question, in the same order, and the same ranking after each answer, for yes to every
+    question, no to every one, and the two alternating, on every case the text leaves open."""
+    matcher = Matcher(catalog, read_code=False)
+    cases = [(name, text) for name, text in _cases() if not settled(matcher.explain(text).matches)]
+    assert len(cases) > 30
+    payload = {"data": data, "texts": [text for _, text in cases], "policies": POLICIES, "limit": 3}
+    browser = _run_node(tmp_path, payload, INTERVIEW_RUNNER)
+    disagreements = []
+    for (name, text), js in zip(cases, browser, strict=True):
+        result = matcher.explain(text)
+        for policy, (js_asked, js_after) in zip(POLICIES, js, strict=True):
+            replies = iter([True] * 3 if policy == "yes" else [False] * 3 if policy == "no" else [True, False, True])
+            found = interview(result.matches, result.questions, lambda _q, replies=replies: next(replies))
+            python = [[a.question.fact for a in found.answers], [[m.id, m.score] for m in found.matches]]
+            if python != [js_asked, js_after]:
+                disagreements.append(f"{name} ({policy}): python {python[0]} / js {js_asked}")
+    assert disagreements == [], f"{len(disagreements)} interviews differ: {disagreements[:5]}"
 
 
 @pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")

@@ -26,7 +26,10 @@ from conftest import ROOT
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
+from fixer.explain.match import Matcher
+from fixer.explain.narrow import interview
 from fixer.kb.catalog import Catalog
+from fixer.kb.index import Question
 
 try:
     from playwright.sync_api import BrowserContext, Page, Response, Route, expect, sync_playwright
@@ -281,6 +284,41 @@ def test_paste_box_puts_the_real_var_traceback_first(tab: Page, served: Served, 
         tab.screenshot(path=SCREENSHOTS / "screenshot-paste-box.png", full_page=True, clip=clip)
     first.click()
     expect(tab.locator("article h1")).to_contain_text(entry.title)
+
+
+@needs_browser
+def test_the_paste_box_asks_the_terminals_questions_and_reranks_as_it_does(
+    tab: Page, served: Served, catalog: Catalog
+) -> None:
+    """One bare paste end to end: the box asks the question `fixer explain` would ask, shows how to find the
+    answer, and after a yes asks the terminal's second question and ranks as the terminal would."""
+    bare = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:1 and cuda:0!"
+    )
+    result = Matcher(catalog).explain(bare)
+    asked: list[str] = []
+
+    def ask(question: Question) -> bool:
+        asked.append(question.ask)
+        return True
+
+    found = interview(result.matches, result.questions, ask, limit=2)
+    check = next(q.check for q in result.questions if q.ask == asked[0])
+    tab.goto(served.base)
+    tab.locator("#fixer-paste-input").fill(bare)
+    tab.get_by_role("button", name="Explain").click()
+    question = tab.locator(".fixer-paste__ask")
+    expect(question).to_have_text(asked[0])
+    tab.locator(".fixer-paste__question summary").click()
+    expect(tab.locator(".fixer-paste__question details p")).to_have_text(check)
+    tab.get_by_role("button", name="Yes").click()
+    expect(question).to_have_text(asked[1])
+    tab.get_by_role("button", name="Yes").click()
+    expect(tab.locator(".fixer-paste__answered li")).to_have_count(2)
+    shown = tab.locator(".fixer-paste__matches > li").first
+    expect(shown.locator(".fixer-paste__score")).to_have_text(f" — score {found.matches[0].score}")
+    assert _entry_of(shown.locator("a").first.get_attribute("href") or "", served.base) == found.matches[0].id
 
 
 @pytest.fixture(scope="module")

@@ -944,6 +944,93 @@ function rank(data, ev) {
   return matches;
 }
 
+// The follow-up questions (fixer/explain/narrow.py): scores read as log-odds, TEMPERATURE points to a
+// factor of e, so an answer moves each cause by the log of how much likelier it makes it than a cause that
+// says nothing of the fact; an answer against what a cause says it cannot be without rules it out.
+
+function factsOf(data, id) {
+  if (!data._facts) data._facts = new Map(data.entries.map((e) => [e.id, new Map(e.facts)]));
+  return data._facts.get(id) || new Map();
+}
+
+function chance(data, match, question) {
+  const said = factsOf(data, match.id).get(question.fact);
+  return said === undefined ? question.base : said;
+}
+
+function byRank(a, b) {
+  return b.score - a.score || b.wording - a.wording || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/** The ranking after one answer (true, false, or null for "don't know"). */
+function answer(data, matches, question, reply) {
+  if (reply === null || reply === undefined) return [...matches];
+  const base = reply ? question.base : 1 - question.base;
+  const said = `you answered ${reply ? "yes" : "no"}: ${question.ask}`;
+  const updated = [];
+  for (const match of matches) {
+    const c = chance(data, match, question);
+    const likely = reply ? c : 1 - c;
+    if (likely <= data.constants.RULED_OUT && factsOf(data, match.id).has(question.fact)) continue;
+    const points = roundHalfEven(data.constants.TEMPERATURE * Math.log(likely / base));
+    if (!points) {
+      updated.push(match);
+      continue;
+    }
+    const score = Math.max(0, Math.min(100, match.score + points));
+    updated.push({ ...match, score, reasons: [{ text: said, points }, ...match.reasons] });
+  }
+  return updated.sort(byRank);
+}
+
+function settled(data, matches) {
+  return matches.length < 2 || matches[0].score - matches[1].score >= data.constants.MARGIN;
+}
+
+/** The first cause, or null where none scores above a cause the KB does not hold. */
+function first(data, matches) {
+  return matches.length && matches[0].score >= data.constants.BEYOND ? matches[0].id : null;
+}
+
+function beliefs(data, matches) {
+  const scores = [...matches.map((m) => m.score), data.constants.BEYOND];
+  const top = Math.max(...scores);
+  const weights = scores.map((s) => Math.exp((s - top) / data.constants.TEMPERATURE));
+  const total = weights.reduce((a, b) => a + b, 0);
+  return weights.map((w) => w / total);
+}
+
+function entropy(weights) {
+  const total = weights.reduce((a, b) => a + b, 0);
+  if (total <= 0) return 0;
+  return -weights.reduce((sum, w) => (w > 0 ? sum + (w / total) * Math.log(w / total) : sum), 0);
+}
+
+function information(data, matches, question) {
+  const b = beliefs(data, matches);
+  const chances = [...matches.map((m) => chance(data, m, question)), question.base];
+  const yes = b.map((x, i) => x * chances[i]);
+  const no = b.map((x, i) => x * (1 - chances[i]));
+  const pYes = yes.reduce((a, c) => a + c, 0);
+  return question.known * (entropy(b) - pYes * entropy(yes) - (1 - pYes) * entropy(no));
+}
+
+/** The unanswered question expected to tell the most, of those that could change or settle the first place. */
+function nextQuestion(data, matches, answered) {
+  if (!matches.length) return null;
+  const done = new Set(answered.map((a) => a.question.fact));
+  const leader = first(data, matches);
+  let best = null;
+  for (const question of data.questions) {
+    if (done.has(question.fact)) continue;
+    const outcomes = [true, false].map((reply) => answer(data, matches, question, reply));
+    if (!outcomes.some((o) => first(data, o) !== leader || settled(data, o))) continue;
+    const gain = information(data, matches, question);
+    if (best === null || gain > best[0] + 1e-9) best = [gain, question];
+  }
+  return best ? best[1] : null;
+}
+
 /** `fixer explain` for pasted text: {traceback, evidence, matches}; never throws on odd input. */
 function explain(data, text) {
   const tb = parse(data, text);
@@ -952,5 +1039,5 @@ function explain(data, text) {
   return { traceback: tb, evidence: ev, matches: rank(data, ev) };
 }
 
-globalThis.fixerMatch = { explain, parse };
+globalThis.fixerMatch = { explain, parse, answer, nextQuestion, settled, first };
 })();

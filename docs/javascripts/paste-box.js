@@ -3,10 +3,17 @@
 // nothing the user pastes is ever parsed as HTML or run.
 
 (() => {
-const { explain } = globalThis.fixerMatch;
+const { explain, answer, nextQuestion, settled, first } = globalThis.fixerMatch;
 const { loadData, SITE_ROOT } = globalThis.fixerData;
 
 const SHOWN = 5;
+const ASKED = 3; // as `fixer explain` asks at a terminal
+const BEYOND_STEPS = [
+  "Print .device for every tensor the failing line takes, the layer's parameters included: the odd one out is where to look.",
+  "Trace where that tensor is made or loaded, and move it (or make it) on the device of the others.",
+  "Run `fixer diagnose` on the machine that failed: it checks CUDA, the devices and a checkpoint.",
+  "Once you know the cause, `fixer kb new` turns the traceback into an entry for the next person.",
+];
 
 function element(tag, text, className) {
   const node = document.createElement(tag);
@@ -19,24 +26,7 @@ function note(results, text) {
   results.replaceChildren(element("p", text, "fixer-paste__note"));
 }
 
-function render(results, explanation) {
-  const { traceback, matches } = explanation;
-  if (traceback === null) {
-    note(results, "No exception found in that text. Paste the whole traceback, or at least its last line.");
-    return;
-  }
-  const parts = [];
-  const said = [traceback.exception, traceback.message.split("\n")[0]].filter((part) => part).join(": ");
-  if (said) {
-    const heading = element("p", "Read as: ", "fixer-paste__read");
-    heading.append(element("code", said));
-    parts.push(heading);
-  }
-  if (!matches.length) {
-    parts.push(element("p", "No entry matches this traceback.", "fixer-paste__note"));
-    results.replaceChildren(...parts);
-    return;
-  }
+function matchList(matches) {
   const list = element("ol", undefined, "fixer-paste__matches");
   for (const match of matches.slice(0, SHOWN)) {
     const item = element("li");
@@ -53,7 +43,83 @@ function render(results, explanation) {
     item.append(why);
     list.append(item);
   }
-  parts.push(list);
+  return list;
+}
+
+function answeredList(answered) {
+  const list = element("ul", undefined, "fixer-paste__answered");
+  for (const { question, reply } of answered) {
+    const said = reply === null ? "don't know" : reply ? "yes" : "no";
+    list.append(element("li", `${said}: ${question.ask}`));
+  }
+  return list;
+}
+
+/** The question the terminal would ask next, with how to find the answer and one button per reply. */
+function questionBox(question, reply) {
+  const box = element("div", undefined, "fixer-paste__question");
+  box.append(element("p", "The text leaves these causes close. One question narrows them:", "fixer-paste__note"));
+  box.append(element("p", question.ask, "fixer-paste__ask"));
+  const how = element("details");
+  how.append(element("summary", "How to find out"), element("p", question.check));
+  box.append(how);
+  const buttons = element("p");
+  for (const [label, value] of [["Yes", true], ["No", false], ["Don't know", null]]) {
+    const button = element("button", label, "md-button");
+    button.type = "button";
+    button.dataset.fixerReply = value === null ? "unknown" : String(value);
+    button.addEventListener("click", () => reply(value));
+    buttons.append(button);
+  }
+  box.append(buttons);
+  return box;
+}
+
+function render(results, data, state) {
+  const { traceback, matches, answered } = state;
+  if (traceback === null) {
+    note(results, "No exception found in that text. Paste the whole traceback, or at least its last line.");
+    return;
+  }
+  const parts = [];
+  const said = [traceback.exception, traceback.message.split("\n")[0]].filter((part) => part).join(": ");
+  if (said) {
+    const heading = element("p", "Read as: ", "fixer-paste__read");
+    heading.append(element("code", said));
+    parts.push(heading);
+  }
+  const beyond = answered.some((a) => a.reply !== null) && first(data, matches) === null;
+  if (!matches.length && !beyond) {
+    parts.push(element("p", "No entry matches this traceback.", "fixer-paste__note"));
+    results.replaceChildren(...parts);
+    return;
+  }
+  if (answered.length) parts.push(element("p", "Answered:", "fixer-paste__note"), answeredList(answered));
+  if (beyond) {
+    parts.push(
+      element(
+        "p",
+        "Probably not in the KB: your answers rule out the causes fixer knows for this message, or leave each less " +
+          "likely than a cause it does not hold. What to check:",
+        "fixer-paste__beyond",
+      ),
+    );
+    const steps = element("ol");
+    for (const step of BEYOND_STEPS) steps.append(element("li", step));
+    parts.push(steps);
+    if (matches.length) parts.push(element("p", "Still possible, though less likely:", "fixer-paste__note"));
+  }
+  if (matches.length) parts.push(matchList(matches));
+  const question =
+    answered.length < ASKED && matches.length && !settled(data, matches) ? nextQuestion(data, matches, answered) : null;
+  if (question !== null) {
+    const reply = (value) => {
+      const next = { ...state, answered: [...answered, { question, reply: value }] };
+      next.matches = answer(data, matches, question, value);
+      render(results, data, next);
+    };
+    parts.splice(said ? 1 : 0, 0, questionBox(question, reply));
+  }
   results.replaceChildren(...parts);
 }
 
@@ -69,7 +135,9 @@ function setUp(box) {
     }
     note(results, "Matching…");
     try {
-      render(results, explain(await loadData(), input.value));
+      const data = await loadData();
+      const { traceback, matches } = explain(data, input.value);
+      render(results, data, { traceback, matches, answered: [] });
     } catch (error) {
       note(results, `Could not match: ${error.message}`);
     }
