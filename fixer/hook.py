@@ -25,7 +25,7 @@ def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: Tra
     """Print fixer's explanation of an exception; True when a KB entry matched."""
     from fixer.diagnose.in_process import explained
     from fixer.explain.match import Matcher
-    from fixer.explain.project import current
+    from fixer.explain.project import current, launched
     from fixer.kb.catalog import KBError, load
     from fixer.output import render
 
@@ -34,7 +34,9 @@ def explain_exception(exc_type: type[BaseException], exc: BaseException, tb: Tra
         catalog = load()
     except KBError:
         return False
-    result = explained(Matcher(catalog, project=current()), text, [*live_findings(exc), *_machine(text)], catalog)
+    result = explained(
+        Matcher(catalog, project=current(), command=launched()), text, [*live_findings(exc), *_machine(text)], catalog
+    )
     if result.traceback is None or not result.matches:
         return False
     render.console(stderr=True).print(render.explanation(result, top=3))

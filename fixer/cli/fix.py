@@ -58,7 +58,7 @@ def fix(command: list[str], script: bool, options: Options) -> int:
 
     from fixer.cli.common import catalog
     from fixer.explain.match import Matcher
-    from fixer.explain.project import current
+    from fixer.explain.project import current, launched
     from fixer.output import render
     from fixer.patching.series import Series
 
@@ -67,7 +67,7 @@ def fix(command: list[str], script: bool, options: Options) -> int:
     if script and not Path(command[0]).is_file():
         raise CliError(f"{command[0]}: no such file")
     out = render.console(stderr=True, color=options.color)
-    matcher = Matcher(catalog(), project=current())
+    matcher = Matcher(catalog(), project=current(), command=launched())
     series = Series()
     record: Path | None = None
     status, ending = 1, f"stopped after {options.rounds} run(s) (--rounds)"

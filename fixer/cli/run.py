@@ -144,14 +144,16 @@ def _explain(outcome: Outcome, color: ColorChoice) -> None:
     from rich.markup import escape
 
     from fixer.explain.match import Matcher
-    from fixer.explain.project import current
+    from fixer.explain.project import current, launched
     from fixer.output import render
 
     assert outcome.text is not None  # only a failed run is explained
     out = render.console(stderr=True, color=color)
     if outcome.culprit is not None:  # module paths and class names are the user's text, not markup
         out.print(f"[bold]fixer:[/bold] the failing module was {escape(outcome.culprit.describe())}")
-    result = explained(Matcher(catalog(), project=current()), outcome.text, outcome.findings, catalog())
+    result = explained(
+        Matcher(catalog(), project=current(), command=launched()), outcome.text, outcome.findings, catalog()
+    )
     if result.matches:
         out.print(_explanation_view(result))
 
@@ -178,12 +180,12 @@ def _report_ranks(outcome: Outcome, wait: timedelta, color: ColorChoice) -> None
     """Every rank takes part, failed or not: rank 0 prints the job's report even when only another rank failed."""
     from fixer import ranks
     from fixer.explain.match import Matcher
-    from fixer.explain.project import current
+    from fixer.explain.project import current, launched
     from fixer.output import render
 
     @cache
     def matcher() -> Matcher:  # a rank that succeeded and explains nothing never loads the KB
-        return Matcher(catalog(), project=current())
+        return Matcher(catalog(), project=current(), command=launched())
 
     cause = None
     if outcome.text is not None:

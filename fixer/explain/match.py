@@ -73,17 +73,24 @@ class Matcher:
     """Holds a KB's index; `rank` is then a pure function of a traceback."""
 
     def __init__(
-        self, kb: Catalog | Index, *, read_code: bool = True, read_files: bool = True, project: Path | None = None
+        self,
+        kb: Catalog | Index,
+        *,
+        read_code: bool = True,
+        read_files: bool = True,
+        project: Path | None = None,
+        command: str | None = None,
     ) -> None:
         """`kb`: a loaded catalog, indexed here, or an index read from the cache (no entry validated, no
         regex compiled yet). `read_code=False` ranks on the text alone, as the site's paste box does;
         `read_files=False` reads the code the text shows but not the files it names (`fixer scan`: the
         logs come from other machines). `project`: the user's project, whose code answers the questions
-        it can (`fixer.explain.project`) before a person is asked."""
+        it can (`fixer.explain.project`) before a person is asked; `command`: the command line that
+        started the failing run, where fixer saw it."""
         self.index = kb if isinstance(kb, Index) else build(kb)
         self.read_code, self.read_files = read_code, read_files
         self.known_messages = self.index.known
-        self.project = project
+        self.project, self.command = project, command
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
         with literals.one_input() as reading:
@@ -91,17 +98,21 @@ class Matcher:
             evidence = extract(tb, read_code=self.read_code, read_files=self.read_files) if tb is not None else None
             matches = self.rank(evidence, top=top) if evidence is not None else []
         answers: tuple[Answer, ...] = ()
-        if self.project is not None and matches:
-            answers, matches = self._looked(matches, self.project)
+        if (self.project is not None or self.command) and matches:
+            answers, matches = self._looked(matches)
         return Explanation(tb, evidence, matches, reading.skipped, answers, tuple(self.index.facts))
 
-    def _looked(self, matches: list[Match], project: Path) -> tuple[tuple[Answer, ...], list[Match]]:
-        """The answers the project gives, and the ranking they make: a question the user's code settles
-        is not one to ask them."""
-        from fixer.explain.narrow import Answer, answer
-        from fixer.explain.project import sightings
+    def _looked(self, matches: list[Match]) -> tuple[tuple[Answer, ...], list[Match]]:
+        """The answers the command and the project give, and the ranking they make: a question the user's
+        run or code settles is not one to ask them. A ranking the text already settles is left as it is:
+        code that can do something does not outweigh a traceback that shows what it did."""
+        from fixer.explain.narrow import Answer, answer, settled
+        from fixer.explain.project import in_command, sightings
 
-        seen = sightings(project, self.index.facts)
+        if settled(matches):
+            return (), matches
+        seen = sightings(self.project, self.index.facts) if self.project is not None else {}
+        seen = {**seen, **(in_command(self.command, self.index.facts) if self.command else {})}
         answers = tuple(Answer(q, True, seen[q.fact]) for q in self.index.facts if q.fact in seen)
         for given in answers:
             matches = answer(matches, given)

@@ -49,8 +49,8 @@ RULED_OUT = 0.05  # an answer this unlikely under what a cause says (its `always
 
 @dataclass(frozen=True)
 class Answer:
-    """A reply to one question: a person's yes, no or don't know (None), or a yes that the user's project
-    shows at `where` (file:line and the line)."""
+    """A reply to one question: a person's yes, no or don't know (None), or a yes read from the user's
+    project or command at `where` (`file:line: the line`, or `the command: --resume`)."""
 
     question: Question
     reply: bool | None
@@ -73,7 +73,7 @@ def answer(matches: Sequence[Match], given: Answer) -> list[Match]:
         return list(matches)
     question, yes = given.question, given.reply
     base = question.base if yes else 1 - question.base
-    said = f"your project shows yes ({given.where})" if given.where else f"you answered {'yes' if yes else 'no'}"
+    said = f"yes, read from {given.where}" if given.where else f"you answered {'yes' if yes else 'no'}"
     updated = []
     for match in matches:
         likely = chance(match, question) if yes else 1 - chance(match, question)

@@ -1,4 +1,4 @@
-"""Read the user's project before asking them about it.
+"""Read the user's project, and the command that ran, before asking them about either.
 
 A question such as "is the model a loaded `torch.export` program?" is one the user's own code often
 answers: a line calling `torch.export.load` says yes, with its file and line to show for it. fixer
@@ -7,12 +7,15 @@ notebooks, for the lines each question's `look` regexes describe. Only a yes is 
 missing from the project can still be made by a library, so absence answers nothing.
 
 Reading stays cheap and bounded: hidden directories, virtual environments and installed packages are
-skipped, and so are files past `MAX_BYTES` and every file after `MAX_FILES`.
+skipped, and so are files past `MAX_BYTES` and every file after `MAX_FILES`. Where fixer saw the run
+start (`fixer run`, the hook), the command line answers too: `--resume` says the run resumed.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -41,6 +44,12 @@ def current() -> Path | None:
         return None
 
 
+def launched() -> str:
+    """The command line that started this process, as a shell would take it: under the hook it is the
+    user's run; under `fixer run` and `run --fix` it names the script or command fixer runs."""
+    return shlex.join(getattr(sys, "orig_argv", sys.argv))
+
+
 def sightings(root: Path, questions: Sequence[Question]) -> dict[str, str]:
     """Fact -> where the project shows a yes to it (`file:line: the line`), for the questions that say
     what to look for; the first line found for each fact."""
@@ -62,6 +71,18 @@ def sightings(root: Path, questions: Sequence[Question]) -> dict[str, str]:
                     shown = " ".join(line.split())[:80]
                     found[question.fact] = f"{path.relative_to(root).as_posix()}:{number}: {shown}"
                     break
+    return found
+
+
+def in_command(command: str, questions: Sequence[Question]) -> dict[str, str]:
+    """Fact -> where the command that started the run shows a yes to it (`the command: --resume`)."""
+    found: dict[str, str] = {}
+    for question in questions:
+        for regex in question.command:
+            hit = regex.compiled().search(command)
+            if hit:
+                found[question.fact] = f"the command: {hit.group(0)}"
+                break
     return found
 
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 6  # bump when the layout below changes
+FORMAT = 7  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -53,6 +53,7 @@ class Question:
     base: float
     known: float = 0.9
     look: tuple[Regex, ...] = ()
+    command: tuple[Regex, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,15 @@ def build(catalog: Catalog) -> Index:
             )
         )
     questions = tuple(
-        Question(f.id, f.ask, f.check, f.base, f.known, tuple(Regex.of(p, None) for p in f.look))
+        Question(
+            f.id,
+            f.ask,
+            f.check,
+            f.base,
+            f.known,
+            tuple(Regex.of(p, None) for p in f.look),
+            tuple(Regex.of(p, None) for p in f.command),
+        )
         for f in catalog.facts.values()
     )
     return _assembled(tuple(entries), priors.load(catalog.root), questions, catalog.problems, catalog.drafts)
@@ -327,7 +336,10 @@ def dumps(index: Index) -> str:
         "priors": {
             m: {c: [p.count, p.total, p.points] for c, p in causes.items()} for m, causes in index.priors.items()
         },
-        "facts": [[q.fact, q.ask, q.check, q.base, q.known, [r.to_json() for r in q.look]] for q in index.facts],
+        "facts": [
+            [q.fact, q.ask, q.check, q.base, q.known, [r.to_json() for r in q.look], [r.to_json() for r in q.command]]
+            for q in index.facts
+        ],
         "problems": list(index.problems),
         "drafts": list(index.drafts),
     }
@@ -363,8 +375,10 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         arguments=tuple(Regex.from_json(r) for r in head["arguments"]),
         priors={m: {c: Prior(*p) for c, p in causes.items()} for m, causes in head["priors"].items()},
         facts=tuple(
-            Question(fact, ask, check, base, known, tuple(Regex.from_json(r) for r in look))
-            for fact, ask, check, base, known, look in head["facts"]
+            Question(
+                fact, ask, check, base, known, tuple(map(Regex.from_json, look)), tuple(map(Regex.from_json, command))
+            )
+            for fact, ask, check, base, known, look, command in head["facts"]
         ),
         problems=tuple(head["problems"]),
         drafts=tuple(head["drafts"]),

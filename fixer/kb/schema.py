@@ -220,7 +220,13 @@ class Fact(Strict):
         "with its file and line as the reason, and the question is not asked.",
     )
 
-    @field_validator("look")
+    command: list[str] = Field(
+        default_factory=list,
+        description="Regexes over the command that started the run (`fixer run`'s, or the process's own under "
+        "the hook): a match answers yes, such as `--resume` for a resumed run.",
+    )
+
+    @field_validator("look", "command")
     @classmethod
     def _looks_compile(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:

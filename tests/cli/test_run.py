@@ -45,11 +45,11 @@ Stubborn(4, 2)(torch.randn(3, 4, device="meta"))
 """
 
 
-def _fixer_run(tmp_path: Path, source: str, **env: str) -> subprocess.CompletedProcess:
+def _fixer_run(tmp_path: Path, source: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     script = tmp_path / "train.py"
     script.write_text(source)
     return subprocess.run(
-        [sys.executable, "-m", "fixer", "run", str(script)],
+        [sys.executable, "-m", "fixer", "run", str(script), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -102,3 +102,17 @@ def test_a_run_without_a_patch_says_why_instead_of_stopping(tmp_path):
     assert ran.returncode == 1
     last = " ".join(ran.stderr.strip().splitlines()[-1:])
     assert last.startswith("fixer: no patch: ") and last.endswith(".")
+
+
+# The bare message real GPU runs print, raised as is: its text alone leaves a dozen causes close.
+BARE = """\
+raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
+"""
+
+
+def test_a_resume_flag_on_the_command_answers_the_resume_question(tmp_path: Path) -> None:
+    said = " ".join(_fixer_run(tmp_path, BARE, "--resume", "last.pt").stderr.split())
+    assert "optimizer-state-after-resume · score" in said
+    assert "yes, read from the command: --resume: Did this run load a checkpoint" in said
+    plain = " ".join(_fixer_run(tmp_path, BARE).stderr.split())
+    assert "read from the command" not in plain

@@ -87,6 +87,28 @@ def test_inside_a_project_that_loads_an_exported_program_a_bare_message_needs_no
     assert outside.matches[0].id != EXPORTED and not settled(outside.matches)
 
 
+def test_the_command_that_started_the_run_answers_too(catalog: Catalog):
+    bare = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    )
+    resumed = Matcher(catalog, command="python train.py --resume runs/last.pt").explain(bare)
+    assert [(a.question.fact, a.where) for a in resumed.answers] == [("resumed", "the command: --resume")]
+    assert resumed.matches[0].id == "optimizer-state-after-resume"
+    assert resumed.matches[0].reasons[0].text.startswith("yes, read from the command: --resume: ")
+    spread = Matcher(catalog, command="torchrun --nproc_per_node=4 train.py resume=false").explain(bare)
+    assert [a.question.fact for a in spread.answers] == ["multi-process"]
+    assert Matcher(catalog, command="python train.py").explain(bare).answers == ()
+
+
+def test_a_settled_ranking_is_not_reread(tmp_path: Path, catalog: Catalog):
+    root = _project(tmp_path, {"serve.py": SERVE})
+    var = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+        "and cpu! (when checking argument for argument state_steps in method wrapper_CUDA___fused_adamw_)"
+    )
+    assert Matcher(catalog, project=root).explain(var) == Matcher(catalog).explain(var)
+
+
 def test_explain_reads_the_project_it_runs_in_and_asks_outside_it(tmp_path: Path):
     root = _project(tmp_path, {"serve.py": SERVE})
     inside = _explain_json(root)
