@@ -67,7 +67,7 @@ def interview(matcher: Matcher, item: dict[str, object], limit: int) -> Outcome:
         asked.append((question.fact, reply))
         return reply
 
-    found = narrow.interview(result.matches, result.questions, ask, limit=limit)
+    found = narrow.interview(result.matches, result.questions, ask, limit=limit, answered=result.answers)
     after = [m.id for m in found.matches] if narrow.first(found.matches) is not None else []
     return Outcome(str(item["id"]), str(item["expect"]), [m.id for m in result.matches], after, asked)
 

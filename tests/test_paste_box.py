@@ -52,12 +52,14 @@ import { readFileSync } from "node:fs";
 import { explain, answer, nextQuestion, settled } from "./fixer-match.mjs";
 const { data, texts, policies, limit } = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const out = texts.map((text) => policies.map((policy) => {
-  let matches = explain(data, text).matches;
-  const answered = [];
-  while (answered.length < limit && matches.length && !settled(data, matches)) {
+  const result = explain(data, text);
+  let matches = result.matches;
+  const answered = [...result.answers];
+  const shown = answered.length;
+  while (answered.length - shown < limit && matches.length && !settled(data, matches)) {
     const question = nextQuestion(data, matches, answered);
     if (question === null) break;
-    const reply = policy === "alternate" ? answered.length % 2 === 0 : policy === "yes";
+    const reply = policy === "alternate" ? (answered.length - shown) % 2 === 0 : policy === "yes";
     answered.push({ question, reply });
     matches = answer(data, matches, question, reply);
   }
@@ -151,7 +153,9 @@ def test_browser_asks_the_questions_fixer_asks_and_reranks_alike(
         result = matcher.explain(text)
         for policy, (js_asked, js_after) in zip(POLICIES, js, strict=True):
             replies = iter([True] * 3 if policy == "yes" else [False] * 3 if policy == "no" else [True, False, True])
-            found = interview(result.matches, result.questions, lambda _q, replies=replies: next(replies))
+            found = interview(
+                result.matches, result.questions, lambda _q, replies=replies: next(replies), answered=result.answers
+            )
             python = [[a.question.fact for a in found.answers], [[m.id, m.score] for m in found.matches]]
             if python != [js_asked, js_after]:
                 disagreements.append(f"{name} ({policy}): python {python[0]} / js {js_asked}")

@@ -303,7 +303,7 @@ def test_the_paste_box_asks_the_terminals_questions_and_reranks_as_it_does(
         asked.append(question.ask)
         return True
 
-    found = interview(result.matches, result.questions, ask, limit=2)
+    found = interview(result.matches, result.questions, ask, limit=2, answered=result.answers)
     check = next(q.check for q in result.questions if q.ask == asked[0])
     tab.goto(served.base)
     tab.locator("#fixer-paste-input").fill(bare)

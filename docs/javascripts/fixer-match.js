@@ -962,9 +962,10 @@ function byRank(a, b) {
   return b.score - a.score || b.wording - a.wording || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
-/** The ranking after one answer (true, false, or null for "don't know"). */
-function answer(data, matches, question, reply) {
-  if (reply === null || reply === undefined) return [...matches];
+/** The ranking after one answer (true, false, or null for "don't know"); one read from the traceback itself
+ * (`fromText`) moves nothing, since the text's scores weigh it already. */
+function answer(data, matches, question, reply, fromText = false) {
+  if (reply === null || reply === undefined || fromText) return [...matches];
   const base = reply ? question.base : 1 - question.base;
   const said = `you answered ${reply ? "yes" : "no"}: ${question.ask}`;
   const updated = [];
@@ -1015,6 +1016,27 @@ function information(data, matches, question) {
   return question.known * (entropy(b) - pYes * entropy(yes) - (1 - pYes) * entropy(no));
 }
 
+/** The questions the traceback answers itself (a message naming cuda:1 sees several GPUs): not asked. */
+function shownAnswers(data, ev, matches) {
+  if (!matches.length || settled(data, matches)) return [];
+  const answers = [];
+  for (const question of data.questions) {
+    let hit = null;
+    for (const [sources, lines] of [[question.shown, ev.messages], [question.frames, ev.frameLines]]) {
+      for (const source of sources) {
+        for (const line of lines) {
+          hit = search(source, line);
+          if (hit) break;
+        }
+        if (hit) break;
+      }
+      if (hit) break;
+    }
+    if (hit) answers.push({ question, reply: true, where: `the traceback: ${hit[0]}`, fromText: true });
+  }
+  return answers;
+}
+
 /** The unanswered question expected to tell the most, of those that could change or settle the first place. */
 function nextQuestion(data, matches, answered) {
   if (!matches.length) return null;
@@ -1034,9 +1056,10 @@ function nextQuestion(data, matches, answered) {
 /** `fixer explain` for pasted text: {traceback, evidence, matches}; never throws on odd input. */
 function explain(data, text) {
   const tb = parse(data, text);
-  if (tb === null) return { traceback: null, evidence: null, matches: [] };
+  if (tb === null) return { traceback: null, evidence: null, matches: [], answers: [] };
   const ev = extract(data, tb);
-  return { traceback: tb, evidence: ev, matches: rank(data, ev) };
+  const matches = rank(data, ev);
+  return { traceback: tb, evidence: ev, matches, answers: shownAnswers(data, ev, matches) };
 }
 
 globalThis.fixerMatch = { explain, parse, answer, nextQuestion, settled, first };

@@ -48,7 +48,7 @@ function matchList(matches) {
 
 function answeredList(answered) {
   const list = element("ul", undefined, "fixer-paste__answered");
-  for (const { question, reply } of answered) {
+  for (const { question, reply } of answered.filter((a) => !a.fromText)) {
     const said = reply === null ? "don't know" : reply ? "yes" : "no";
     list.append(element("li", `${said}: ${question.ask}`));
   }
@@ -88,13 +88,14 @@ function render(results, data, state) {
     heading.append(element("code", said));
     parts.push(heading);
   }
-  const beyond = answered.some((a) => a.reply !== null) && first(data, matches) === null;
+  const asked = answered.filter((a) => !a.fromText);
+  const beyond = asked.some((a) => a.reply !== null) && first(data, matches) === null;
   if (!matches.length && !beyond) {
     parts.push(element("p", "No entry matches this traceback.", "fixer-paste__note"));
     results.replaceChildren(...parts);
     return;
   }
-  if (answered.length) parts.push(element("p", "Answered:", "fixer-paste__note"), answeredList(answered));
+  if (asked.length) parts.push(element("p", "Answered:", "fixer-paste__note"), answeredList(answered));
   if (beyond) {
     parts.push(
       element(
@@ -111,7 +112,7 @@ function render(results, data, state) {
   }
   if (matches.length) parts.push(matchList(matches));
   const question =
-    answered.length < ASKED && matches.length && !settled(data, matches) ? nextQuestion(data, matches, answered) : null;
+    asked.length < ASKED && matches.length && !settled(data, matches) ? nextQuestion(data, matches, answered) : null;
   if (question !== null) {
     const reply = (value) => {
       const next = { ...state, answered: [...answered, { question, reply: value }] };
@@ -136,8 +137,8 @@ function setUp(box) {
     note(results, "Matching…");
     try {
       const data = await loadData();
-      const { traceback, matches } = explain(data, input.value);
-      render(results, data, { traceback, matches, answered: [] });
+      const { traceback, matches, answers } = explain(data, input.value);
+      render(results, data, { traceback, matches, answered: answers });
     } catch (error) {
       note(results, `Could not match: ${error.message}`);
     }

@@ -98,22 +98,26 @@ class Matcher:
             evidence = extract(tb, read_code=self.read_code, read_files=self.read_files) if tb is not None else None
             matches = self.rank(evidence, top=top) if evidence is not None else []
         answers: tuple[Answer, ...] = ()
-        if (self.project is not None or self.command) and matches:
-            answers, matches = self._looked(matches)
+        if evidence is not None and matches:
+            answers, matches = self._looked(matches, evidence)
         return Explanation(tb, evidence, matches, reading.skipped, answers, tuple(self.index.facts))
 
-    def _looked(self, matches: list[Match]) -> tuple[tuple[Answer, ...], list[Match]]:
-        """The answers the command and the project give, and the ranking they make: a question the user's
-        run or code settles is not one to ask them. A ranking the text already settles is left as it is:
-        code that can do something does not outweigh a traceback that shows what it did."""
+    def _looked(self, matches: list[Match], evidence: Evidence) -> tuple[tuple[Answer, ...], list[Match]]:
+        """The answers the traceback, the command and the project give, and the ranking they make: a
+        question the user's run, code or traceback settles is not one to ask them. A ranking the text
+        already settles is left as it is: code or flags that can do something do not outweigh a traceback
+        that shows what it did."""
         from fixer.explain.narrow import Answer, answer, settled
-        from fixer.explain.project import in_command, sightings
+        from fixer.explain.project import in_command, in_traceback, sightings
 
         if settled(matches):
             return (), matches
-        seen = sightings(self.project, self.index.facts) if self.project is not None else {}
-        seen = {**seen, **(in_command(self.command, self.index.facts) if self.command else {})}
-        answers = tuple(Answer(q, True, seen[q.fact]) for q in self.index.facts if q.fact in seen)
+        facts = self.index.facts
+        shown = in_traceback(evidence.messages, evidence.frame_lines, facts)
+        seen = sightings(self.project, facts) if self.project is not None else {}
+        seen = {**seen, **(in_command(self.command, facts) if self.command else {})}
+        answers = tuple(Answer(q, True, shown[q.fact], from_text=True) for q in facts if q.fact in shown)
+        answers += tuple(Answer(q, True, seen[q.fact]) for q in facts if q.fact in seen and q.fact not in shown)
         for given in answers:
             matches = answer(matches, given)
         return answers, matches

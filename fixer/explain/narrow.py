@@ -55,6 +55,7 @@ class Answer:
     question: Question
     reply: bool | None
     where: str | None = None
+    from_text: bool = False  # read from the traceback itself, which the scores already weigh: moves nothing
 
 
 def said_of(match: Match, question: Question) -> bool:
@@ -68,8 +69,9 @@ def chance(match: Match, question: Question) -> float:
 
 
 def answer(matches: Sequence[Match], given: Answer) -> list[Match]:
-    """Re-rank with one answer; "don't know" is no evidence either way and changes nothing."""
-    if given.reply is None:
+    """Re-rank with one answer; "don't know" is no evidence either way and changes nothing, and neither
+    does what the traceback itself shows, since the text's scores count it already."""
+    if given.reply is None or given.from_text:
         return list(matches)
     question, yes = given.question, given.reply
     base = question.base if yes else 1 - question.base
@@ -213,7 +215,7 @@ def certainty(
 ) -> Certainty | None:
     """None with nothing ranked and nothing answered; a close race is said plainly, with the one question
     or probe that would settle it, rather than handed over as a confident first place."""
-    beyond = any(a.reply is not None for a in answers) and first(matches) is None
+    beyond = any(a.reply is not None and not a.from_text for a in answers) and first(matches) is None
     if not matches:
         return Certainty(False, 0, beyond=True) if beyond else None
     lead = _lead(matches)

@@ -1,4 +1,4 @@
-"""Read the user's project, and the command that ran, before asking them about either.
+"""Read the traceback, the user's project and the command that ran before asking about any of them.
 
 A question such as "is the model a loaded `torch.export` program?" is one the user's own code often
 answers: a line calling `torch.export.load` says yes, with its file and line to show for it. fixer
@@ -8,7 +8,9 @@ missing from the project can still be made by a library, so absence answers noth
 
 Reading stays cheap and bounded: hidden directories, virtual environments and installed packages are
 skipped, and so are files past `MAX_BYTES` and every file after `MAX_FILES`. Where fixer saw the run
-start (`fixer run`, the hook), the command line answers too: `--resume` says the run resumed.
+start (`fixer run`, the hook), the command line answers too: `--resume` says the run resumed. And a
+question the traceback answers itself (a message naming cuda:1 says the process sees several GPUs) is
+not asked; the ranking already weighs that text, so such an answer moves nothing.
 """
 
 from __future__ import annotations
@@ -83,6 +85,20 @@ def in_command(command: str, questions: Sequence[Question]) -> dict[str, str]:
             if hit:
                 found[question.fact] = f"the command: {hit.group(0)}"
                 break
+    return found
+
+
+def in_traceback(messages: Sequence[str], frames: Sequence[str], questions: Sequence[Question]) -> dict[str, str]:
+    """Fact -> where the traceback itself shows a yes to it (`the traceback: cuda:1`): its message lines
+    for the devices it names, its frame lines for where it failed, one line at a time."""
+    found: dict[str, str] = {}
+    for question in questions:
+        searched = ((question.shown, messages), (question.frames, frames))
+        hit = next(
+            (m for rs, lines in searched for r in rs for line in lines if (m := r.compiled().search(line))), None
+        )
+        if hit:
+            found[question.fact] = f"the traceback: {hit.group(0)}"
     return found
 
 

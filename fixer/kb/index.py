@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 7  # bump when the layout below changes
+FORMAT = 8  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -54,6 +54,8 @@ class Question:
     known: float = 0.9
     look: tuple[Regex, ...] = ()
     command: tuple[Regex, ...] = ()
+    shown: tuple[Regex, ...] = ()  # over the message lines
+    frames: tuple[Regex, ...] = ()  # over the frame lines
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,8 @@ def build(catalog: Catalog) -> Index:
             f.known,
             tuple(Regex.of(p, None) for p in f.look),
             tuple(Regex.of(p, None) for p in f.command),
+            tuple(Regex.of(p, None) for p in f.shown),
+            tuple(Regex.of(p, None) for p in f.frames),
         )
         for f in catalog.facts.values()
     )
@@ -337,7 +341,14 @@ def dumps(index: Index) -> str:
             m: {c: [p.count, p.total, p.points] for c, p in causes.items()} for m, causes in index.priors.items()
         },
         "facts": [
-            [q.fact, q.ask, q.check, q.base, q.known, [r.to_json() for r in q.look], [r.to_json() for r in q.command]]
+            [
+                q.fact,
+                q.ask,
+                q.check,
+                q.base,
+                q.known,
+                *([r.to_json() for r in rs] for rs in (q.look, q.command, q.shown, q.frames)),
+            ]
             for q in index.facts
         ],
         "problems": list(index.problems),
@@ -375,10 +386,8 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         arguments=tuple(Regex.from_json(r) for r in head["arguments"]),
         priors={m: {c: Prior(*p) for c, p in causes.items()} for m, causes in head["priors"].items()},
         facts=tuple(
-            Question(
-                fact, ask, check, base, known, tuple(map(Regex.from_json, look)), tuple(map(Regex.from_json, command))
-            )
-            for fact, ask, check, base, known, look, command in head["facts"]
+            Question(fact, ask, check, base, known, *(tuple(map(Regex.from_json, rs)) for rs in regexes))
+            for fact, ask, check, base, known, *regexes in head["facts"]
         ),
         problems=tuple(head["problems"]),
         drafts=tuple(head["drafts"]),

@@ -226,7 +226,17 @@ class Fact(Strict):
         "the hook): a match answers yes, such as `--resume` for a resumed run.",
     )
 
-    @field_validator("look", "command")
+    shown: list[str] = Field(
+        default_factory=list,
+        description="Regexes over the traceback's message lines: a match answers yes and the question is not "
+        "asked. The ranking already weighs what the traceback shows, so such an answer moves no score.",
+    )
+    frames: list[str] = Field(
+        default_factory=list,
+        description="The same over its frame lines (`path:function: code`), for where the run failed.",
+    )
+
+    @field_validator("look", "command", "shown", "frames")
     @classmethod
     def _looks_compile(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:

@@ -477,7 +477,15 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "RULED_OUT": _narrow.RULED_OUT,
         },
         "questions": [
-            {"fact": q.fact, "ask": q.ask, "check": q.check, "base": q.base, "known": q.known}
+            {
+                "fact": q.fact,
+                "ask": q.ask,
+                "check": q.check,
+                "base": q.base,
+                "known": q.known,
+                "shown": [to_js(r.pattern) for r in q.shown],
+                "frames": [to_js(r.pattern) for r in q.frames],
+            }
             for q in matcher.index.facts
         ],
         "torch_subpackages": sorted(_libraries._TORCH_SUBPACKAGES),

@@ -209,7 +209,7 @@ def explanation(result: Explanation, top: int) -> Group:
         ),
         _section("Why fixer thinks so", why),
     ]
-    if result.answers:
+    if any(not a.from_text for a in result.answers):
         parts.insert(-1, _section("Answered", answered(result.answers)))
     if known is not None and not known.confident:
         parts.append(_Indent(uncertain_note(result.matches, known), by=0))
@@ -222,7 +222,7 @@ def explanation(result: Explanation, top: int) -> Group:
 
 def answered(answers: Sequence[Answer]) -> Text:
     lines = Text()
-    for given in answers:
+    for given in (a for a in answers if not a.from_text):  # what the traceback shows, it already shows
         reply = "don't know" if given.reply is None else "yes" if given.reply else "no"
         lines.append(f"  {reply}", style="bold")
         lines.append(f" ({given.where})" if given.where else "", style="dim")

@@ -99,7 +99,8 @@ class AnswerOut:
     fact: str  # the fact of the run it settles (kb/facts/questions.yaml)
     question: str
     reply: bool | None  # null: "don't know"
-    where: str | None = None  # file:line and the line, when the user's project gave the answer
+    where: str | None = None  # file:line and the line, the command, or the traceback, when one of them answered
+    from_text: bool = False  # the traceback itself answered: the ranking already weighed it, so it moved nothing
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,7 +205,10 @@ def explain_out(
         confident=known.confident if known else None,
         uncertain=uncertain_out(known, ranking or matches) if known and not known.confident else None,
         answers=[
-            AnswerOut(fact=a.question.fact, question=a.question.ask, reply=a.reply, where=a.where) for a in answers
+            AnswerOut(
+                fact=a.question.fact, question=a.question.ask, reply=a.reply, where=a.where, from_text=a.from_text
+            )
+            for a in answers
         ],
         beyond_kb=bool(known and known.beyond),
         patches=[patch_out(p) for p in patches],

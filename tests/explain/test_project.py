@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixer.explain.match import Matcher
-from fixer.explain.narrow import settled
+from fixer.explain.narrow import answer, interview, settled
 from fixer.explain.project import MAX_BYTES, root_of, sightings
 from fixer.kb.catalog import Catalog
 
@@ -80,7 +80,7 @@ def test_inside_a_project_that_loads_an_exported_program_a_bare_message_needs_no
     root = _project(tmp_path, {"serve.py": SERVE})
     inside = Matcher(catalog, project=root).explain(BARE_TWO_GPUS)
     assert inside.matches[0].id == EXPORTED and settled(inside.matches)
-    assert [(a.question.fact, a.reply, a.where) for a in inside.answers] == [
+    assert [(a.question.fact, a.reply, a.where) for a in inside.answers if not a.from_text] == [
         ("captured-program", True, 'serve.py:3: program = torch.export.load("detector.pt2")')
     ]
     outside = Matcher(catalog).explain(BARE_TWO_GPUS)
@@ -92,12 +92,27 @@ def test_the_command_that_started_the_run_answers_too(catalog: Catalog):
         "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
     )
     resumed = Matcher(catalog, command="python train.py --resume runs/last.pt").explain(bare)
-    assert [(a.question.fact, a.where) for a in resumed.answers] == [("resumed", "the command: --resume")]
+    assert [(a.question.fact, a.where) for a in resumed.answers if not a.from_text] == [
+        ("resumed", "the command: --resume")
+    ]
     assert resumed.matches[0].id == "optimizer-state-after-resume"
     assert resumed.matches[0].reasons[0].text.startswith("yes, read from the command: --resume: ")
     spread = Matcher(catalog, command="torchrun --nproc_per_node=4 train.py resume=false").explain(bare)
-    assert [a.question.fact for a in spread.answers] == ["multi-process"]
-    assert Matcher(catalog, command="python train.py").explain(bare).answers == ()
+    assert [a.question.fact for a in spread.answers if not a.from_text] == ["multi-process"]
+    assert all(a.from_text for a in Matcher(catalog, command="python train.py").explain(bare).answers)
+
+
+def test_what_the_traceback_shows_is_not_asked_and_moves_nothing(catalog: Catalog):
+    """A message naming cuda:1 says the process sees several GPUs: that question is spared, and the scores,
+    which weigh the text already, stay as the text made them."""
+    result = Matcher(catalog).explain(BARE_TWO_GPUS)
+    shown = {a.question.fact: a for a in result.answers}
+    assert shown["several-gpus"].where == "the traceback: cuda:1" and shown["several-gpus"].from_text
+    assert shown["cuda-available"].reply is True
+    asked: list[str] = []
+    interview(result.matches, result.questions, lambda q: asked.append(q.fact), limit=10, answered=result.answers)
+    assert asked and not set(asked) & set(shown)
+    assert answer(result.matches, shown["several-gpus"]) == result.matches
 
 
 def test_a_settled_ranking_is_not_reread(tmp_path: Path, catalog: Catalog):
@@ -113,10 +128,12 @@ def test_explain_reads_the_project_it_runs_in_and_asks_outside_it(tmp_path: Path
     root = _project(tmp_path, {"serve.py": SERVE})
     inside = _explain_json(root)
     assert inside["matches"][0]["id"] == EXPORTED and inside["confident"] is True
-    assert inside["answers"][0]["where"].startswith("serve.py:3: ")
+    assert [a["where"] for a in inside["answers"] if not a["from_text"]] == [
+        'serve.py:3: program = torch.export.load("detector.pt2")'
+    ]
     outside = _explain_json(tmp_path)
     assert outside["confident"] is False and outside["uncertain"]["question"]
-    assert outside["answers"] == []
+    assert all(a["from_text"] for a in outside["answers"])
     assert _explain_json(root, "--no-project")["matches"][0]["id"] != EXPORTED
 
 
@@ -127,8 +144,14 @@ def test_an_answer_given_up_front_moves_the_ranking_as_json_said_it_would(tmp_pa
     after = _explain_json(tmp_path, "--answer", f"{fact}={reply}")
     promised = before["uncertain"]["if_yes" if reply == "yes" else "if_no"]
     assert [{"id": m["id"], "score": m["score"]} for m in after["matches"]] == promised
-    assert after["answers"] == [
-        {"fact": fact, "question": before["uncertain"]["question"], "reply": reply == "yes", "where": None}
+    assert [a for a in after["answers"] if not a["from_text"]] == [
+        {
+            "fact": fact,
+            "question": before["uncertain"]["question"],
+            "reply": reply == "yes",
+            "where": None,
+            "from_text": False,
+        }
     ]
 
 
