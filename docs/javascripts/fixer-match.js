@@ -1001,19 +1001,12 @@ function beliefs(data, matches) {
   return weights.map((w) => w / total);
 }
 
-function entropy(weights) {
-  const total = weights.reduce((a, b) => a + b, 0);
-  if (total <= 0) return 0;
-  return -weights.reduce((sum, w) => (w > 0 ? sum + (w / total) * Math.log(w / total) : sum), 0);
-}
-
 function information(data, matches, question) {
   const b = beliefs(data, matches);
   const chances = [...matches.map((m) => chance(data, m, question)), question.base];
   const yes = b.map((x, i) => x * chances[i]);
   const no = b.map((x, i) => x * (1 - chances[i]));
-  const pYes = yes.reduce((a, c) => a + c, 0);
-  return question.known * (entropy(b) - pYes * entropy(yes) - (1 - pYes) * entropy(no));
+  return question.known * (Math.max(...yes) + Math.max(...no) - Math.max(...b));
 }
 
 /** The questions the traceback answers itself (a message naming cuda:1 sees several GPUs): not asked. */

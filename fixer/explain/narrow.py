@@ -10,9 +10,9 @@ already shows, with the answer among the reasons. A cause that could not give th
 or `never` contradicted) is ruled out. Beside the KB's causes stands one it does not hold, at
 `BEYOND` points: when the answers push every known cause below it, the honest verdict is that.
 
-The next question is the one whose answer is expected to tell the most about which cause it is
-(the largest expected fall in entropy), among those one of whose answers would change the first
-place or settle it. Pure and torch-free: `fixer explain` runs it, and `fixer diagnose` can too.
+The next question is the one whose answer is expected to do most for the first place (`information`),
+among those one of whose answers would change the first place or settle it. Pure and torch-free:
+`fixer explain` runs it, and `fixer diagnose` can too.
 """
 
 from __future__ import annotations
@@ -120,21 +120,20 @@ def _beliefs(matches: Sequence[Match]) -> list[float]:
     return [w / total for w in weights]
 
 
-def _entropy(weights: Iterable[float]) -> float:
-    listed = list(weights)
-    total = sum(listed)
-    return -sum(w / total * math.log(w / total) for w in listed if w > 0) if total > 0 else 0.0
-
-
 def information(matches: Sequence[Match], question: Question) -> float:
-    """The expected fall in uncertainty about the cause (in nats) from asking `question`: what its answer
-    tells, times how often a user can give one (`known`); "don't know" tells nothing."""
+    """What asking `question` is expected to add to the chance that the first place is right: after a yes,
+    the chance of whichever cause then leads, weighed by how likely a yes is, and the same after a no, less
+    that chance now; times how often a user can answer (`known`), since "don't know" tells nothing.
+
+    This is the value of the answer for the one decision fixer makes, the first place. Shannon's expected
+    information was tried first and asks what rules out a cause far behind (is it FSDP with CPU offload?)
+    before what splits the two leaders; on the 65 tune pastes of benchmarks/interview/tune.yaml it gave
+    top-1 0.55 and top-3 0.74 after three questions, this 0.62 and 0.72."""
     beliefs = _beliefs(matches)
     chances = [chance(m, question) for m in matches] + [question.base]
     yes = [b * c for b, c in zip(beliefs, chances, strict=True)]
     no = [b * (1 - c) for b, c in zip(beliefs, chances, strict=True)]
-    p_yes = sum(yes)
-    return question.known * (_entropy(beliefs) - p_yes * _entropy(yes) - (1 - p_yes) * _entropy(no))
+    return question.known * (max(yes) + max(no) - max(beliefs))
 
 
 def next_question(
