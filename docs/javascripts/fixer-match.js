@@ -1041,6 +1041,7 @@ function nextQuestion(data, matches, answered) {
     const outcomes = [true, false].map((reply) => answer(data, matches, question, reply));
     if (!outcomes.some((o) => first(data, o) !== leader || settled(data, o))) continue;
     const gain = information(data, matches, question);
+    if (gain < data.constants.WORTH) continue;
     if (best === null || gain > best[0] + 1e-9) best = [gain, question];
   }
   return best ? best[1] : null;

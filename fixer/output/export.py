@@ -475,6 +475,7 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "TEMPERATURE": _narrow.TEMPERATURE,
             "BEYOND": _narrow.BEYOND,
             "RULED_OUT": _narrow.RULED_OUT,
+            "WORTH": _narrow.WORTH,
         },
         "questions": [
             {

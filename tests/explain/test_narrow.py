@@ -164,6 +164,7 @@ def test_the_next_question_is_the_most_telling_of_those_that_can_change_the_firs
         q
         for q in questions.values()
         if any(first(o) != first(ranked) or settled(o) for o in (answer(ranked, Answer(q, r)) for r in (True, False)))
+        and information(ranked, q) >= narrow.WORTH
     ]
     assert chosen in worth and information(ranked, chosen) == max(information(ranked, q) for q in worth)
     unspoken = Question("nobody-says", "Is it so?", "Look.", 0.3)
