@@ -44,6 +44,8 @@ def patch(text: str, args: argparse.Namespace) -> int:
     located = locate(result.traceback)
     for skipped in located.skipped:
         print(f"fixer: {skipped.path}: skipped: {skipped.reason}", file=sys.stderr)
+    for moved in located.moved:
+        print(f"fixer: {moved.path}: {moved}; reading it there", file=sys.stderr)
     for relative in located.relative:
         print(f"fixer: {relative}: read in {Path.cwd()} (the traceback does not say where it ran)", file=sys.stderr)
     patches = propose(located.files, match)

@@ -2,7 +2,8 @@
 
 Only then may this machine's state confirm or rule out one of its causes; a paste from a colleague's
 GPU box says nothing about a laptop without CUDA. It counts as produced here when the user files it
-names are on this machine and hold, at the lines it names, the code it printed (`targets.locate`), and
+names are on this machine and hold, at the lines it names, the code it printed (`targets.locate`; a file
+whose lines moved since the run is read for its code, but is not the file as it ran), and
 its torch frames, if any, are this interpreter's torch. Anything less (no file of the user's named,
 none of them here, another version of them here, another torch's frames) is "not shown to be here".
 """
@@ -33,6 +34,9 @@ def provenance(tb: Traceback, torch_dir: str | None) -> Provenance:
             first = located.skipped[0]
             return Provenance(False, f"{first.path} is here, but it is not the file that ran ({first.reason})")
         return Provenance(False, "none of the traceback's files is on this machine")
+    if located.moved:
+        first_moved = located.moved[0]
+        return Provenance(False, f"{first_moved.path} is here, but not as it ran ({first_moved})")
     other = _other_torch(tb, torch_dir) if torch_dir else None
     if other is not None:
         return Provenance(False, f"its torch frames are in {other}, not in this Python's torch ({torch_dir})")

@@ -2,8 +2,10 @@
 
 A frame names a path, but the file at that path here may not be the file that ran: a relative path
 resolves against wherever fixer runs, and a checkout may hold another version of the script. A file
-counts only when the line the traceback printed is the line the file has at that number; without a
-printed line, only an absolute path is taken at its word.
+counts only when it holds the line the traceback printed: at that number, or, since a file edited after
+the run (a comment added, a merge) moves its lines, nearest to it within `DRIFT` lines, or else once in
+the function the frame names; the line is then read where it is now, and `Located.moved` says so.
+Without a printed line, only an absolute path is taken at its word.
 
 Free of LibCST, so `fixer explain` can ask "is there anything to patch here?" for nothing.
 """
@@ -35,10 +37,23 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Moved:
+    """A frame's line that the file here holds at another number: the file changed since the run."""
+
+    path: str  # as the traceback wrote it
+    printed: int  # the line number the traceback printed
+    here: int  # where the file holds that line now
+
+    def __str__(self) -> str:
+        return f"the traceback's line {self.printed} is line {self.here} here: the file changed since the run"
+
+
+@dataclass(frozen=True)
 class Located:
     files: dict[Path, tuple[int, ...]] = field(default_factory=dict)  # resolved path -> lines, outermost first
     skipped: tuple[Skipped, ...] = ()
     relative: tuple[str, ...] = ()  # the relative paths taken, read against the current directory
+    moved: tuple[Moved, ...] = ()  # frames whose line the file holds at another number
 
 
 def locate(frames: Traceback | Iterable[Frame]) -> Located:
@@ -51,9 +66,10 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
     ran_elsewhere = cache(lambda: _ran_elsewhere(frames))  # asked only for a relative path that is here
     lines: dict[Path, list[int]] = {}
     skipped: dict[Path, Skipped] = {}
-    texts: dict[Path, list[str] | None] = {}
+    texts: dict[Path, Lines | None] = {}
     relative: dict[str, Path] = {}  # relative paths as printed -> the file here they were read as
     existing: dict[str, Path | None] = {}  # by the path as printed: a stat per file, not per frame
+    moved: dict[tuple[str, int], Moved] = {}
     for frame in reversed(frames):
         if frame.path not in existing:
             existing[frame.path] = _existing(frame)
@@ -61,23 +77,33 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
         if path is None or path in skipped or frame.line is None:
             continue
         if path not in texts:
-            texts[path] = _lines(path)
+            read = _lines(path)
+            texts[path] = Lines.of(read) if read is not None else None
         is_relative = not Path(frame.path).is_absolute()
         ran_in = ran_elsewhere() if is_relative else None
+        anchored = _anchor(frame, texts[path])
         refusal = (
             f"a relative path, and the traceback's own files ran in {ran_in}, not under this directory"
             if ran_in
-            else _refusal(frame, texts[path]) or installed_package(path)
+            else (anchored if isinstance(anchored, str) else None) or installed_package(path)
         )
         if refusal is not None:
             skipped[path] = Skipped(frame.path, refusal)
             lines.pop(path, None)
         else:
-            lines.setdefault(path, []).append(frame.line)
+            assert isinstance(anchored, int)  # a refusal otherwise
+            lines.setdefault(path, []).append(anchored)
+            if anchored != frame.line:
+                moved.setdefault((frame.path, frame.line), Moved(frame.path, frame.line, anchored))
             if is_relative:
                 relative[frame.path] = path
     files = {path: tuple(reversed(found)) for path, found in lines.items()}
-    return Located(files, tuple(skipped.values()), tuple(p for p, path in relative.items() if path in files))
+    return Located(
+        files,
+        tuple(skipped.values()),
+        tuple(p for p, path in relative.items() if path in files),
+        tuple(m for m in moved.values() if existing[m.path] in files),
+    )
 
 
 def _ran_elsewhere(frames: tuple[Frame, ...]) -> str | None:
@@ -151,17 +177,61 @@ def _editable_sources() -> tuple[tuple[Path, str], ...]:
     return tuple(found)
 
 
-def _refusal(frame: Frame, text: list[str] | None) -> str | None:
-    """Why the file with these lines is not the one the frame ran, or None when it is."""
+DRIFT = 20  # lines either way a file edited since the run may have moved the failing line
+
+
+@dataclass(frozen=True)
+class Lines:
+    """A file's lines, and where each line's words occur: a deep recursion checks thousands of frames
+    against the same file."""
+
+    text: list[str]
+    at: dict[tuple[str, ...], list[int]]
+
+    @classmethod
+    def of(cls, text: list[str]) -> Lines:
+        at: dict[tuple[str, ...], list[int]] = {}
+        for number, line in enumerate(text, 1):
+            at.setdefault(tuple(as_pasted(line).split()), []).append(number)
+        return cls(text, at)
+
+
+def _anchor(frame: Frame, lines: Lines | None) -> int | str:
+    """The number the frame's line has in this file, or why the file is not the one the frame ran."""
+    number = frame.line or 0
     if frame.code is None:
         if Path(frame.path).is_absolute():
-            return None
+            return number
         return "a relative path, and the traceback shows no code line to check that it is this file"
-    number = frame.line or 0
-    here = text[number - 1] if text is not None and 0 < number <= len(text) else None
-    if here is not None and as_pasted(here).split() == frame.code.split():
-        return None
+    holds = lines.at.get(tuple(frame.code.split()), []) if lines is not None else []
+    if number in holds:
+        return number
+    near = sorted((abs(n - number), n) for n in holds if abs(n - number) <= DRIFT)
+    if near and (len(near) == 1 or near[0][0] < near[1][0]):
+        return near[0][1]
+    inside = [n for n in holds if lines is not None and _in_function(lines.text, n, frame.function)]
+    if len(inside) == 1:
+        return inside[0]
     return f"its line {number} is not the traceback's `{frame.code.strip()}`, so it is another file of that name"
+
+
+def _in_function(text: list[str], number: int, function: str | None) -> bool:
+    """Whether line `number` lies in the body of the innermost `def function` above it."""
+    if not function or function.startswith("<"):
+        return False
+    define = re.compile(rf"^(\s*)(?:async\s+)?def\s+{re.escape(function)}\s*\(")
+    for above in range(number - 1, 0, -1):
+        found = define.match(text[above - 1])
+        if found:
+            indent = len(found.group(1))
+            return all(_inside(line, indent) for line in text[above:number])
+    return False
+
+
+def _inside(line: str, indent: int) -> bool:
+    """A line of a body indented past `indent`: blank, deeper, or the `)` closing a long signature."""
+    stripped = line.lstrip()
+    return not stripped or len(line) - len(stripped) > indent or stripped.startswith(")")
 
 
 def _lines(path: Path) -> list[str] | None:

@@ -77,6 +77,14 @@ def test_another_version_of_the_file_here_is_not_the_file_that_ran(produced_here
     assert not origin.here and "is here, but it is not the file that ran" in origin.why
 
 
+def test_a_file_whose_lines_moved_since_the_run_is_not_the_file_as_it_ran(produced_here, tmp_path):
+    folder, text = produced_here
+    edited = tmp_path / "train.py"
+    edited.write_text("# a comment added after the run\n" + (folder / "train.py").read_text())
+    origin = provenance(parse(text.replace(str(folder / "train.py"), str(edited))), TORCH_DIR)
+    assert not origin.here and "is here, but not as it ran (the traceback's line" in origin.why
+
+
 def test_the_same_files_run_by_another_pythons_torch_are_not_this_one(produced_here):
     _folder, text = produced_here
     other = text.replace(TORCH_DIR, "/opt/conda/lib/python3.10/site-packages/torch")

@@ -86,6 +86,18 @@ def test_the_patch_is_written_in_the_project(project, capsys):
     assert b"torch.nn.Linear(16, 2).to(device)" in project.script.read_bytes()
 
 
+def test_a_script_edited_since_the_run_is_patched_where_its_lines_are_now(project, capsys):
+    """A comment added above the code after the run moves every line the traceback names by one: the
+    file is still the one that ran, the patch lands on the moved lines, and the move is said."""
+    project.script.write_bytes(b"# tried again after lunch\n" + project.original)
+    code, err = _apply(project, capsys)
+    assert code == OK, err
+    assert "the file changed since the run; reading it there" in err
+    patched = project.script.read_bytes()
+    assert patched.startswith(b"# tried again after lunch\n") and b"torch.nn.Linear(16, 2).to(device)" in patched
+    compile(patched, str(project.script), "exec")
+
+
 def test_a_file_outside_the_project_is_refused(project, capsys, tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -192,12 +204,13 @@ def test_the_group_is_kept(project, capsys):
 
 
 def test_a_relative_path_that_names_another_file_here_is_skipped(tmp_path, failure, capsys, monkeypatch):
-    """The traceback came from `project`; the same names in `other` hold an older version of the script."""
+    """The traceback came from `project`; the same names in `other` hold another project's scripts, without
+    the lines the traceback printed anywhere near where it printed them."""
     project = _project(tmp_path, failure, named=Path("."))
     other = tmp_path / "other"
     other.mkdir()
     for script in SCRIPTS.glob("*.py"):
-        (other / script.name).write_bytes(b"# an older version\n" + script.read_bytes())
+        (other / script.name).write_bytes(b"# another project's script of the same name\n" * 40)
     monkeypatch.chdir(other)
     before = {p.name: p.read_bytes() for p in other.iterdir()}
     code = main(["patch", "--apply", "--yes", str(project.traceback)])

@@ -41,6 +41,34 @@ def test_a_file_whose_line_differs_is_skipped_with_the_reason(script):
     )
 
 
+@pytest.mark.parametrize("added", [1, 2, 20])
+def test_a_file_edited_since_the_run_is_read_where_its_line_is_now(script, added):
+    """A comment or a merge moves the failing line: the file is still the one that ran, read at the line's
+    new number, and the move is said."""
+    script.write_text("# a comment added after the run\n" * added + SCRIPT)
+    located = locate(parse(_traceback(str(script))))
+    assert located.files == {script: (5 + added,)}
+    assert [str(m) for m in located.moved] == [
+        f"the traceback's line 5 is line {5 + added} here: the file changed since the run"
+    ]
+
+
+def test_a_line_moved_further_is_found_in_the_function_the_frame_names(script):
+    script.write_text("\n" * 60 + SCRIPT.replace("def step(model, x):\n", "def step(\n    model,\n    x,\n):\n"))
+    located = locate(parse(_traceback(str(script))))
+    assert located.files == {script: (68,)} and located.moved[0].here == 68
+
+
+def test_a_line_that_only_repeats_elsewhere_is_not_taken_for_the_failing_one(script):
+    """Equally near twice, or far away outside the function the frame names: not anchored."""
+    twice = "def step(model, x):\n    return model(x)\n\n\n\n\ndef step(model, x):\n    return model(x)\n"  # lines 2, 8
+    script.write_text(twice)
+    assert locate(parse(_traceback(str(script)))).files == {}
+    script.write_text("\n" * 60 + "def other(model, x):\n    return model(x)\n")
+    located = locate(parse(_traceback(str(script))))
+    assert located.files == {} and "is not the traceback's" in located.skipped[0].reason
+
+
 def test_crlf_line_endings_do_not_hide_the_match(script):
     script.write_bytes(SCRIPT.replace("\n", "\r\n").encode())
     assert user_files(parse(_traceback(str(script)))) == {script: (5,)}
