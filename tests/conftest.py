@@ -46,10 +46,10 @@ def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 @pytest.fixture(autouse=True)
-def _outside_any_project(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test runs in an empty directory of its own, which no git work tree holds: fixer reads the project
-    around the current directory for answers, and fixer's own tree (where the tests start) would answer."""
-    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+def _no_project(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fixer reads the project around the current directory for answers, and fixer's own tree (where the
+    tests run) would answer; the tests of that reading name their project themselves."""
+    monkeypatch.setenv("FIXER_PROJECT", "none")
 
 
 @pytest.fixture(scope="session")

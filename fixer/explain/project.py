@@ -39,7 +39,14 @@ def root_of(start: Path) -> Path | None:
 
 
 def current() -> Path | None:
-    """The project around the current directory, where fixer runs beside the user's code."""
+    """The project around the current directory, where fixer runs beside the user's code; FIXER_PROJECT
+    names another directory, or turns the reading off (`none`) where no command line can: the hook,
+    `fixer run`, a CI job."""
+    chosen = os.environ.get("FIXER_PROJECT")
+    if chosen is not None:
+        if chosen.strip().lower() in ("", "none", "0", "off"):
+            return None
+        return Path(chosen) if Path(chosen).is_dir() else None
     try:
         return root_of(Path.cwd())
     except OSError:  # the current directory was removed

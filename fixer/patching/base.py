@@ -96,6 +96,46 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def torch_names(module: cst.Module) -> dict[str, str]:
+    """Local name -> the torch name it stands for: `th` after `import torch as th`, `zeros` after `from
+    torch import zeros`; what the detectors' `syntax.aliases` reads, for the codemods that patch it."""
+    names = {"torch": "torch"}
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    name = dotted(alias.name)
+                    if name and (name == "torch" or name.startswith("torch.")):
+                        local = dotted(alias.asname.name) if alias.asname is not None else name
+                        names[local or name] = name
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                source = dotted(small.module)
+                if (
+                    source
+                    and (source == "torch" or source.startswith("torch."))
+                    and not isinstance(small.names, cst.ImportStar)
+                ):
+                    for alias in small.names:
+                        imported = dotted(alias.name)
+                        local = dotted(alias.asname.name) if alias.asname is not None else imported
+                        if imported and local:
+                            names[local] = f"{source}.{imported}"
+    return names
+
+
+def resolved(node: cst.BaseExpression, names: dict[str, str]) -> str | None:
+    """The torch name a callee stands for (`th.zeros` -> `torch.zeros` after `import torch as th`); a
+    name from anywhere else is itself."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    full = names.get(head)
+    if full is None:
+        return name
+    return f"{full}.{rest}" if rest else full
+
+
 def method_call(node: cst.BaseExpression, *names: str) -> cst.Call | None:
     """`x.to(...)` / `x.cuda()`: the call when its callee is an attribute named one of `names`."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:

@@ -4,6 +4,7 @@ and line, and the same paste asks instead where no project shows it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from fixer.explain.match import Matcher
 from fixer.explain.narrow import answer, interview, settled
-from fixer.explain.project import MAX_BYTES, root_of, sightings
+from fixer.explain.project import MAX_BYTES, current, root_of, sightings
 from fixer.kb.catalog import Catalog
 
 EXPORTED = "exported-program-hardcoded-device"
@@ -34,11 +35,14 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def _explain_json(cwd: Path, *args: str, stdin: str = BARE_TWO_GPUS) -> dict:
+    """`fixer explain --json` run in `cwd`, reading the project around it as a user's run would."""
+    env = {k: v for k, v in os.environ.items() if k != "FIXER_PROJECT"}
     done = subprocess.run(
         [sys.executable, "-m", "fixer", "explain", "--json", *args, "-"],
         input=stdin.encode(),
         capture_output=True,
         cwd=cwd,
+        env=env,
         timeout=60,
         check=False,
     )
@@ -46,10 +50,18 @@ def _explain_json(cwd: Path, *args: str, stdin: str = BARE_TWO_GPUS) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_project_is_the_git_work_tree_around_the_directory(tmp_path: Path):
+def test_the_project_is_the_git_work_tree_around_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = _project(tmp_path, {"src/serve.py": SERVE})
     assert root_of(root / "src") == root
     assert root_of(tmp_path) is None
+    monkeypatch.chdir(root / "src")
+    monkeypatch.delenv("FIXER_PROJECT")
+    assert current() == root
+    for off in ("none", ""):
+        monkeypatch.setenv("FIXER_PROJECT", off)
+        assert current() is None
+    monkeypatch.setenv("FIXER_PROJECT", str(tmp_path))
+    assert current() == tmp_path
 
 
 def test_a_call_in_the_project_answers_yes_with_its_file_and_line(tmp_path: Path, matcher: Matcher):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import Codemod, Target, dotted
+from fixer.patching.base import Codemod, Target, dotted, resolved, torch_names
 
 FACTORIES = frozenset(
     {
@@ -81,6 +81,7 @@ class AddDeviceToTensorFactory(Codemod):
     # -- analysis -----------------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool:
         self._module = node
+        self._names = torch_names(node)  # `th.zeros(...)` after `import torch as th` is a factory too
         self._functions: dict[cst.FunctionDef, cst.ClassDef | None] = {}
         self._index(node, None)
         innermost = self.target.lines[-1:]
@@ -201,7 +202,7 @@ class AddDeviceToTensorFactory(Codemod):
         for unit, flow in feeding:
             moved = _moved_afterwards(unit.node)
             for call in _calls(unit.node, flow=flow):
-                if _is_bare_factory(call) and call not in moved:
+                if _is_bare_factory(call, self._names) and call not in moved:
                     device = self._device_for(scope, call, failing_reads)
                     if device is not None and call not in self._fixes:
                         self._fixes[call] = device
@@ -241,7 +242,11 @@ class AddDeviceToTensorFactory(Codemod):
             return _attr(cst.Name(sized), "device")
         for unit in reversed(before):  # a device the code already asks for: `x.device`, `next(...).device`
             for node in _walk(unit.node):
-                if isinstance(node, cst.Attribute) and node.attr.value == "device" and dotted(node) != "torch.device":
+                if (
+                    isinstance(node, cst.Attribute)
+                    and node.attr.value == "device"
+                    and resolved(node, self._names) != "torch.device"
+                ):
                     return node.deep_clone()
         for unit in reversed(before):  # the device of an earlier `.to(...)`
             for node in _calls(unit.node):
@@ -429,8 +434,8 @@ def _moved_afterwards(node: cst.CSTNode) -> set[cst.Call]:
     }
 
 
-def _is_bare_factory(call: cst.Call) -> bool:
-    name = dotted(call.func)
+def _is_bare_factory(call: cst.Call, names: dict[str, str]) -> bool:
+    name = resolved(call.func, names)
     if name is None or not name.startswith("torch.") or name.removeprefix("torch.") not in FACTORIES:
         return False
     return not any(arg.star or (arg.keyword and arg.keyword.value in ("device", "out")) for arg in call.args)
