@@ -19,6 +19,8 @@ from typing import ClassVar, Literal
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ProviderT
 
+from fixer.explain.detectors.syntax import resolve_name
+
 Safety = Literal["safe", "unsafe"]
 
 
@@ -126,14 +128,7 @@ def torch_names(module: cst.Module) -> dict[str, str]:
 def resolved(node: cst.BaseExpression, names: dict[str, str]) -> str | None:
     """The torch name a callee stands for (`th.zeros` -> `torch.zeros` after `import torch as th`); a
     name from anywhere else is itself."""
-    name = dotted(node)
-    if name is None:
-        return None
-    head, _, rest = name.partition(".")
-    full = names.get(head)
-    if full is None:
-        return name
-    return f"{full}.{rest}" if rest else full
+    return resolve_name(dotted(node), names)
 
 
 def method_call(node: cst.BaseExpression, *names: str) -> cst.Call | None:

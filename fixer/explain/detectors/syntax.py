@@ -57,7 +57,11 @@ def aliases(tree: ast.Module) -> dict[str, str]:
 def resolve(node: ast.expr, names: dict[str, str]) -> str | None:
     """The full dotted name a callee stands for: `nn.Linear` -> `torch.nn.Linear` after `import torch.nn
     as nn`; names that come from nowhere known resolve to themselves."""
-    name = dotted(node)
+    return resolve_name(dotted(node), names)
+
+
+def resolve_name(name: str | None, names: dict[str, str]) -> str | None:
+    """`resolve` for a dotted name already read, from Python's AST or LibCST's."""
     if name is None:
         return None
     head, _, rest = name.partition(".")
