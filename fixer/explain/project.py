@@ -15,9 +15,12 @@ not asked; the ranking already weighs that text, so such an answer moves nothing
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import shlex
 import sys
+import tokenize
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -26,7 +29,8 @@ from fixer.kb.index import Question
 MAX_FILES = 2000
 MAX_BYTES = 1_000_000
 SUFFIXES = (".py", ".ipynb")
-_SKIPPED = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist"}
+_SKIPPED = {"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist", "tests", "test"}
+_TESTS = re.compile(r"^(?:test_.*|.*_test|conftest)\.py$")  # a project's tests exercise paths its run need not take
 
 
 def root_of(start: Path) -> Path | None:
@@ -48,9 +52,17 @@ def current() -> Path | None:
             return None
         return Path(chosen) if Path(chosen).is_dir() else None
     try:
-        return root_of(Path.cwd())
+        root = root_of(Path.cwd())
     except OSError:  # the current directory was removed
         return None
+    return None if root is not None and _is_fixers_own(root) else root
+
+
+def _is_fixers_own(root: Path) -> bool:
+    """Whether `root` is fixer's own source tree, which names every cause's code on purpose (in its
+    detectors, codemods and tests) and so answers nothing about anyone's run."""
+    package = Path(__file__).resolve().parents[1]
+    return package.parent == root.resolve()
 
 
 def launched() -> str:
@@ -61,7 +73,7 @@ def launched() -> str:
 
 def sightings(root: Path, questions: Sequence[Question]) -> dict[str, str]:
     """Fact -> where the project shows a yes to it (`file:line: the line`), for the questions that say
-    what to look for; the first line found for each fact."""
+    what to look for; the first line found for each fact, in code, not in a comment or a string."""
     wanted = [q for q in questions if q.look]
     found: dict[str, str] = {}
     for path in _sources(root):
@@ -72,15 +84,39 @@ def sightings(root: Path, questions: Sequence[Question]) -> dict[str, str]:
         except OSError:
             continue
         lowered = text.lower()
+        prose: dict[int, list[tuple[int, int]]] | None = None  # tokenised only where a regex matched: rare
         for question in wanted:
             if question.fact in found or not any(r.may_match(lowered) for r in question.look):
                 continue
             for number, line in enumerate(text.splitlines(), 1):
-                if any(r.compiled().search(line) for r in question.look):
-                    shown = " ".join(line.split())[:80]
-                    found[question.fact] = f"{path.relative_to(root).as_posix()}:{number}: {shown}"
-                    break
+                hit = next((m for r in question.look if (m := r.compiled().search(line))), None)
+                if hit is None:
+                    continue
+                if path.suffix == ".py":
+                    prose = _prose(text) if prose is None else prose
+                    if any(start <= hit.start() < end for start, end in prose.get(number, ())):
+                        continue
+                shown = " ".join(line.split())[:80]
+                found[question.fact] = f"{path.relative_to(root).as_posix()}:{number}: {shown}"
+                break
     return found
+
+
+def _prose(text: str) -> dict[int, list[tuple[int, int]]]:
+    """Line -> the column spans of comments and string literals in Python source: a call named in a
+    docstring or a comment is not one the code makes. Unreadable source has none."""
+    spans: dict[int, list[tuple[int, int]]] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in (tokenize.COMMENT, tokenize.STRING):
+                (row, col), (end_row, end_col) = token.start, token.end
+                for line in range(row, end_row + 1):
+                    spans.setdefault(line, []).append(
+                        (col if line == row else 0, end_col if line == end_row else sys.maxsize)
+                    )
+    except (tokenize.TokenError, SyntaxError):
+        return spans
+    return spans
 
 
 def in_command(command: str, questions: Sequence[Question]) -> dict[str, str]:
@@ -119,7 +155,7 @@ def _sources(root: Path) -> Iterator[Path]:
             if not d.startswith(".") and d not in _SKIPPED and not (Path(directory, d) / "pyvenv.cfg").exists()
         )
         for name in sorted(files):
-            if not name.endswith(SUFFIXES):
+            if not name.endswith(SUFFIXES) or _TESTS.match(name):
                 continue
             path = Path(directory, name)
             try:

@@ -71,7 +71,7 @@ def test_a_call_in_the_project_answers_yes_with_its_file_and_line(tmp_path: Path
     assert "device-map" not in seen  # absence answers nothing
 
 
-def test_installed_packages_hidden_folders_and_huge_files_are_not_the_project(tmp_path: Path, matcher: Matcher):
+def test_installed_packages_tests_prose_and_huge_files_are_not_the_project(tmp_path: Path, matcher: Matcher):
     root = _project(
         tmp_path,
         {
@@ -81,9 +81,20 @@ def test_installed_packages_hidden_folders_and_huge_files_are_not_the_project(tm
             "env/lib.py": SERVE,
             "node_modules/x.py": SERVE,
             "big.py": SERVE + "#" * MAX_BYTES,
+            "tests/test_serve.py": SERVE,
+            "test_export.py": SERVE,
+            "notes.py": '"""Load it with `torch.export.load("x.pt2")`."""\n# or torch.export.load(path)\n',
+            "settings.py": "device_map = {'': 0}  # an assignment, not the keyword\n",
         },
     )
     assert sightings(root, matcher.index.facts) == {}
+
+
+def test_fixers_own_tree_is_no_users_project(monkeypatch: pytest.MonkeyPatch):
+    """It names every cause's code on purpose, in its detectors, codemods and tests."""
+    monkeypatch.delenv("FIXER_PROJECT")
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    assert current() is None
 
 
 def test_inside_a_project_that_loads_an_exported_program_a_bare_message_needs_no_question(
