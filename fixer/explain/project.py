@@ -6,6 +6,8 @@ reads the project it runs in (the git work tree around the current directory), i
 notebooks, for the lines each question's `look` regexes describe. Only a yes is read this way: a call
 missing from the project can still be made by a library, so absence answers nothing.
 
+Only the code the run can execute counts: comments and string literals are not calls, a project's
+tests exercise paths its run need not take, and fixer's own tree names every cause's code on purpose.
 Reading stays cheap and bounded: hidden directories, virtual environments and installed packages are
 skipped, and so are files past `MAX_BYTES` and every file after `MAX_FILES`. Where fixer saw the run
 start (`fixer run`, the hook), the command line answers too: `--resume` says the run resumed. And a
