@@ -4,8 +4,11 @@ Baselines, on the same data (the KB's example tracebacks are the only "training"
   fuzz  rapidfuzz ratio of the whole pasted text against each entry's examples (best example wins)
   bm25  Okapi BM25 over one document per entry (its examples concatenated)
 Run: python benchmarks/accuracy.py [CORPUS...] [--per-entry]
-(default: ../shared/corpus/dev_tracebacks.yaml and benchmarks/unseen/{tune,holdout}.yaml, the real pastes
-from threads neither the KB nor the dev corpus quotes, overall and for those whose text decides the cause)
+(default: ../shared/corpus/dev_tracebacks.yaml, benchmarks/unseen/{tune,holdout}.yaml, the real pastes
+from threads neither the KB nor the dev corpus quotes, and benchmarks/census/census.yaml, threads drawn by
+library, backend and year, per half; overall and for those whose text decides the cause. A census thread
+whose cause no entry has (`new:...`) cannot be ranked right: the census rows count the covered threads,
+and a line per half says what share that is.)
 """
 
 from __future__ import annotations
@@ -78,7 +81,9 @@ CORPORA = {
     "dev corpus": ROOT.parent / "shared/corpus/dev_tracebacks.yaml",
     "unseen, tune half": ROOT / "benchmarks/unseen/tune.yaml",
     "unseen, holdout half": ROOT / "benchmarks/unseen/holdout.yaml",
+    "census": ROOT / "benchmarks/census/census.yaml",
 }
+NEW = "new:"  # a census label for a cause no entry has yet
 
 
 def main() -> int:
@@ -91,10 +96,19 @@ def main() -> int:
     corpora = {str(p): p for p in args.corpora} if args.corpora else {k: p for k, p in CORPORA.items() if p.exists()}
     print(f"KB: {len(catalog)} entries\n")
     print("| corpus, items | ranker | n | top-1 | top-3 | no candidate |\n|---|---|---|---|---|---|")
+    coverage = []
     for name, path in corpora.items():
         items = load_corpus(path)
         parts = {"all": items}
-        if any(item.decidable is not None for item in items):
+        if any(item.half for item in items):
+            parts = {}
+            for half in sorted({item.half for item in items if item.half}, reverse=True):
+                chosen = [item for item in items if item.half == half]
+                covered = [item for item in chosen if not item.expect[0].startswith(NEW)]
+                coverage.append(f"{name}, {half} half: {len(covered)} of {len(chosen)} threads' causes have an entry")
+                parts[f"{half} half, covered"] = covered
+                parts[f"{half} half, covered, decidable"] = [item for item in covered if item.decidable]
+        elif any(item.decidable is not None for item in items):
             parts["decidable"] = [item for item in items if item.decidable]
         for part, chosen in parts.items():
             for ranker_name, rank in rankers.items():
@@ -106,6 +120,8 @@ def main() -> int:
             for entry_id, tally in sorted(fixer.per_entry.items()):
                 print(f"| {entry_id} | {tally.n} | {tally.top1_rate:.2f} | {tally.top3_rate:.2f} |")
             print()
+    for line in coverage:
+        print(f"\n{line}")
     return 0
 
 

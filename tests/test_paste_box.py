@@ -1,8 +1,9 @@
 """The site's paste-your-traceback box ranks like `fixer explain`: the JavaScript port of the matcher
 (docs/javascripts/fixer-match.js, fed by fixer/output/export.py) is run under Node on every KB example
-(also word-wrapped at 60 and 80 columns), every dev-corpus traceback and every paste of the unseen tune
-half, and must rank exactly as `fixer explain` does on the text alone: the detectors, which read the
-code a traceback shows, are Python and run only in `fixer`."""
+(also word-wrapped at 60 and 80 columns), every dev-corpus traceback, every paste of the unseen tune
+half and of the census's tune half (cut and retyped messages among them), and must rank exactly as
+`fixer explain` does on the text alone: the detectors, which read the code a traceback shows, are
+Python and run only in `fixer`."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from fixer.output.export import UntranslatableRegex, matcher_data, to_js
 
 JS = ROOT / "docs" / "javascripts"
 TUNE = ROOT / "benchmarks" / "unseen" / "tune.yaml"
+CENSUS = ROOT / "benchmarks" / "census" / "census.yaml"
 NODE = shutil.which("node")
 
 # Loads the port, explains every case, prints [[first id or null, [[id, score], ...]], ...].
@@ -72,10 +74,10 @@ POLICIES = ("yes", "no", "alternate")
 
 def _cases() -> list[tuple[str, str]]:
     cases = [(f"kb:{entry}#{number}", text) for entry, number, text in kb_examples()]
-    for name, corpus in (("corpus", CORPUS), ("tune", TUNE)):
+    for name, corpus in (("corpus", CORPUS), ("tune", TUNE), ("census", CENSUS)):
         if corpus.exists():
             for item in yaml.safe_load(corpus.read_text()):
-                if item.get("traceback"):
+                if item.get("traceback") and item.get("half", "tune") == "tune":
                     cases.append((f"{name}:{item['id']}", item["traceback"]))
     first = kb_examples()[0][2].rstrip("\n") + "\n"
     cases += [(f"after-a-crash:{n}", first + after) for n, after in enumerate(AFTER_A_CRASH)]

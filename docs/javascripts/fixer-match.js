@@ -388,6 +388,154 @@ function splitRanks(data, lines) {
   return groups;
 }
 
+// ---- fixer/explain/tolerant.py: a message cut or retyped, read against the signatures' fixed words --
+
+function tolerantWords(data, text) {
+  return findall(data.patterns.tolerant_word.source, text.toLowerCase());
+}
+
+function near(a, b) {
+  if (a === b || Math.min(a.length, b.length) < 4 || Math.abs(a.length - b.length) > 1) return false;
+  if (a.length === b.length) {
+    const diff = [];
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) diff.push(i);
+    return diff.length === 1 || (diff.length === 2 && diff[1] === diff[0] + 1 && a[diff[0]] === b[diff[1]] && a[diff[1]] === b[diff[0]]);
+  }
+  const [short, long] = a.length < b.length ? [a, b] : [b, a];
+  let i = 0;
+  while (i < short.length && short[i] === long[i]) i++;
+  return short.slice(i) === long.slice(i + 1);
+}
+
+/** tolerant.align: [agreed, cost] of the best alignment of a line's words to a run of a wording's. */
+function align(c, line, wording) {
+  const m = wording.length;
+  const values = [new Array(m + 1).fill(0)];
+  const agreeds = [new Array(m + 1).fill(0)];
+  let bestValue = 0;
+  let bestAgreed = 0;
+  for (let i = 1; i <= line.length; i++) {
+    const token = line[i - 1];
+    const upValue = values[i - 1];
+    const upAgreed = agreeds[i - 1];
+    const value = new Array(m + 1).fill(0);
+    const agreed = new Array(m + 1).fill(0);
+    value[0] = upValue[0] - 2;
+    for (let j = 1; j <= m; j++) {
+      const want = wording[j - 1];
+      let v = value[j - 1] - (want === c.HOLE ? 0 : 2);
+      let a = agreed[j - 1];
+      if (want === c.HOLE) {
+        for (let k = 1; k <= Math.min(c.HOLE_SPAN, i); k++) {
+          if (values[i - k][j - 1] > v) {
+            v = values[i - k][j - 1];
+            a = agreeds[i - k][j - 1];
+          }
+        }
+      } else {
+        let step = -2;
+        let gained = 0;
+        if (token === want) {
+          step = 1;
+          gained = 1;
+        } else if (near(token, want)) {
+          step = 1 - 2 * c.TYPO;
+          gained = 1;
+        }
+        if (upValue[j - 1] + step > v) {
+          v = upValue[j - 1] + step;
+          a = upAgreed[j - 1] + gained;
+        }
+        if (upValue[j] - 2 > v) {
+          v = upValue[j] - 2;
+          a = upAgreed[j];
+        }
+      }
+      value[j] = v;
+      agreed[j] = a;
+      if (v > bestValue) {
+        bestValue = v;
+        bestAgreed = a;
+      }
+    }
+    values.push(value);
+    agreeds.push(agreed);
+  }
+  return [bestAgreed, (bestAgreed - bestValue) / 2];
+}
+
+/** Wordings.read: [number, cost] of each wording a line reads best as; none if none reads it. */
+function readTolerantly(data, line) {
+  const c = data.constants;
+  if (!data.wordings) return [];
+  if (!data.wordingContent) {
+    data.wordingContent = data.wordings.map((w) => new Set(w.words.filter((x) => x.length >= 4 && x !== c.HOLE)));
+  }
+  const tokens = tolerantWords(data, line.replace(rx(data.patterns.tolerant_type_prefix.source, "u"), ""));
+  if (tokens.length < c.MIN_WORDS) return [];
+  const present = new Set(tokens);
+  let found = [];
+  let best = null;
+  data.wordings.forEach((wording, number) => {
+    let shared = 0;
+    for (const w of data.wordingContent[number]) if (present.has(w)) shared++;
+    if (shared < c.CONTENT_SHARED) return;
+    const [agreed, cost] = align(c, tokens, wording.words);
+    if (!(agreed >= c.MIN_WORDS && cost <= c.MAX_COST * agreed)) return;
+    const value = agreed - 2 * cost;
+    if (best === null || value > best) {
+      best = value;
+      found = [[number, cost]];
+    } else if (value === best) {
+      found.push([number, cost]);
+    }
+  });
+  return found;
+}
+
+/** parse.py's _tolerant_message. */
+function tolerantMessage(data, lines) {
+  let looked = 0;
+  for (let start = lines.length - 1; start >= 0; start--) {
+    const line = lines[start];
+    if (!strip(data, line) || frameMatch(data, line)) continue;
+    looked++;
+    if (looked > data.constants.TOLERANT_LINES) return null;
+    if (readTolerantly(data, line).length) {
+      let end = start + 1;
+      while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
+      const typed = matchAt(data.patterns.typed_line.source, line);
+      const first = typed ? group(typed, "message") : line;
+      const message = strip(data, [first, ...lines.slice(start + 1, end)].join("\n"));
+      return {
+        type: typed ? group(typed, "type") : null,
+        message: codePoints(message, data.constants.MAX_MESSAGE_CHARS),
+        frames: [],
+        compiledFrames: [],
+      };
+    }
+  }
+  return null;
+}
+
+/** Matcher._tolerant_signatures: per entry number, its reason, where no signature reads the message as written. */
+function tolerantSignatures(data, message) {
+  const c = data.constants;
+  const found = data.entries.map(() => null);
+  for (const [number, cost] of readTolerantly(data, message)) {
+    const wording = data.wordings[number];
+    const text = wording.words.map((w) => (w === c.HOLE ? "…" : w)).join(" ");
+    for (const [n, weight] of wording.bearers) {
+      let points = Math.max(1, weight - c.TOLERANCE_COST);
+      if (cost) points = Math.min(points, c.INEXACT_CEILING);
+      if (found[n] === null || points > found[n].points) {
+        found[n] = { text: `the message reads as “${text}”, cut or retyped`, points };
+      }
+    }
+  }
+  return found;
+}
+
 function knownMessage(data, lines) {
   if (!data.known_messages) return null;
   for (const find of [search, searchFolded]) {
@@ -689,7 +837,11 @@ function parse(data, text) {
   const found = new Map();
   for (const [rank, lines] of groups) {
     let chain = parseLines(data, lines);
-    if (!chain.length || !chain[chain.length - 1].message) chain = withKnownMessage(chain, knownMessage(data, lines));
+    if (!chain.length || !chain[chain.length - 1].message) {
+      let known = knownMessage(data, lines);
+      if (known === null) known = tolerantMessage(data, lines);
+      chain = withKnownMessage(chain, known);
+    }
     if (chain.length) found.set(rank, chain);
   }
   if (!found.size) return null;
@@ -863,9 +1015,10 @@ function priorsOf(data, message, backOff) {
   return hit === undefined ? {} : data.priors[hit];
 }
 
-function bestSignature(entry, ev, find) {
+function bestSignature(entry, ev, find, source) {
   let best = null;
   for (const sig of entry.signatures) {
+    if (sig.source !== source) continue;
     if (sig.exception && ev.exception && !fullmatch(sig.exception, rsplitLast(ev.exception, "."))) continue;
     for (const message of ev.messages) {
       const hit = find(sig.pattern, message);
@@ -933,8 +1086,15 @@ function rank(data, ev) {
   const found = data.entries.map((e) => closest(data, e, normalised, ev.deviceKinds));
   const spoken = data.entries.some((e) => e.rules.some((r) => r.when.argument !== undefined && fullmatch(r.when.argument, ev.argument || "")));
   const counted = ev.message ? priorsOf(data, ev.message, !spoken) : {};
-  let signatures = data.entries.map((entry) => bestSignature(entry, ev, search));
-  if (ev.message && !signatures.some((s) => s)) signatures = data.entries.map((entry) => bestSignature(entry, ev, searchFolded));
+  // PyTorch's own messages speak only where no written signature reads the message (see Matcher.rank).
+  let signatures = [];
+  let read = false;
+  for (const [source, find] of [[false, search], [false, searchFolded], [true, search], [true, searchFolded]]) {
+    signatures = data.entries.map((entry) => bestSignature(entry, ev, find, source));
+    read = !ev.message || signatures.some((s) => s);
+    if (read) break;
+  }
+  if (!read) signatures = tolerantSignatures(data, ev.message);
   const matches = [];
   data.entries.forEach((entry, k) => {
     const m = score(data, entry, ev, found[k], found, k, signatures[k], counted[entry.id]);

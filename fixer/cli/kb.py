@@ -64,10 +64,14 @@ def stats(*, as_json: bool, color: ColorChoice = "auto") -> int:
 
     from fixer.kb.lint import entry_stats
 
-    stats = [entry_stats(e) for e in sorted(catalog(), key=lambda e: e.id)]
+    kb = catalog()
+    stats = [entry_stats(e, kb.sources) for e in sorted(kb, key=lambda e: e.id)]
     repro = Counter(s.repro for s in stats)
+    outside = sum(not m.entries for m in kb.sources)
     totals = {
         "entries": len(stats),
+        "pytorch_messages": len(kb.sources),
+        "pytorch_messages_outside": outside,
         "examples": sum(s.examples for s in stats),
         "entries_with_examples": sum(s.examples > 0 for s in stats),
         "repro": {kind: repro.get(kind, 0) for kind in ("cpu", "cuda-only", "none")},
@@ -81,6 +85,10 @@ def stats(*, as_json: bool, color: ColorChoice = "auto") -> int:
     print(
         f"{totals['entries']} entries, {totals['examples']} cited examples; repro verified on cpu: "
         f"{repro['cpu']}, cuda-only: {repro['cuda-only']}, none: {repro['none']}"
+    )
+    print(
+        f"{len(kb.sources)} of PyTorch's own messages (kb/messages/pytorch.yaml): "
+        f"{len(kb.sources) - outside} name a cause, {outside} no entry covers yet"
     )
     return OK
 

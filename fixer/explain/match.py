@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz, process
@@ -19,6 +20,7 @@ from fixer.explain.evidence import Evidence, device_kind, extract
 from fixer.explain.literals import Regex
 from fixer.explain.normalise import normalise
 from fixer.explain.parse import Traceback, parse
+from fixer.explain.tolerant import HOLE, Wordings, skeleton
 from fixer.kb.index import Card, Index, IndexedEntry, Question, Rule, build
 
 if TYPE_CHECKING:
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
 SIMILARITY_POINTS = 25
 SIMILARITY_FLOOR = 50.0  # below this, two messages are unrelated and similarity adds nothing
 SIMILARITY_TIE = 2.0  # entries whose closest cases are this close to each other share the points
+TOLERANCE_COST = 10  # a wording read through a cut or a typo is less certain than one read as printed
+# A wording read with a word wrong or misspelt weighs no more than a PyTorch message the catalogue alone
+# admits (fixer.kb.sources.SOURCE_WEIGHT): the word it lacks may be the one that made it specific.
+INEXACT_CEILING = 25
 RESEMBLANCE = 86.0  # a message this close to one of an entry's examples makes it a candidate
 FRAMES_ALONE = 30  # a paste with frames but no message: the points its frames must make for an entry
 
@@ -94,7 +100,7 @@ class Matcher:
 
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
         with literals.one_input() as reading:
-            tb = parse(text, self.known_messages)
+            tb = parse(text, self.known_messages, tolerant=self._reads_tolerantly)
             evidence = extract(tb, read_code=self.read_code, read_files=self.read_files) if tb is not None else None
             matches = self.rank(evidence, top=top) if evidence is not None else []
         answers: tuple[Answer, ...] = ()
@@ -137,9 +143,15 @@ class Matcher:
         lowered = [m.lower() for m in evidence.messages]
         bearers = self.index.bearers
         bearing = sorted({e for low in lowered for p in self.known_messages.candidates(low) for e in bearers[p]})
-        signatures = {n: _best_signature(entries[n], evidence, lowered, folded=False) for n in bearing}
-        if evidence.message and not any(signatures.values()):
-            signatures = {n: _best_signature(entries[n], evidence, lowered, folded=True) for n in bearing}
+        # PyTorch's own messages (fixer.kb.sources) speak only where no written signature reads the message.
+        for source, folded in ((False, False), (False, True), (True, False), (True, True)):
+            signatures = {
+                n: _best_signature(entries[n], evidence, lowered, folded=folded, source=source) for n in bearing
+            }
+            if not evidence.message or any(signatures.values()):
+                break
+        else:
+            signatures = self._tolerant_signatures(evidence.message)
         # A message admits the entries whose signature it shows or whose example it resembles; frames
         # alone are weighed against every entry.
         if evidence.message:
@@ -194,6 +206,32 @@ class Matcher:
         reasons.sort(key=lambda r: -abs(r.points))
         return Match(compiled.card, score, tuple(reasons), signature.points if signature else 0)
 
+    @cached_property
+    def _wordings(self) -> Wordings:
+        """Every known pattern's fixed words, in the order of `known_messages.regexes`."""
+        return Wordings([skeleton(regex.pattern) for regex in self.known_messages.regexes])
+
+    def _reads_tolerantly(self, line: str) -> bool:
+        return bool(self._wordings.read(line))
+
+    def _tolerant_signatures(self, message: str) -> dict[int, Reason | None]:
+        """Where no signature reads a message as written: the entries of the wordings it reads as, cut
+        or retyped (fixer.explain.tolerant), each at its signature's weight less `TOLERANCE_COST`, and
+        no more than `INEXACT_CEILING` where a word was wrong or misspelt."""
+        found: dict[int, Reason | None] = {}
+        for number, alignment in self._wordings.read(message):
+            pattern = self.known_messages.regexes[number].pattern
+            wording = " ".join("…" if w == HOLE else w for w in self._wordings.skeletons[number])
+            for n in self.index.bearers[number]:
+                weight = next(s.weight for s in self.index.entries[n].signatures if s.pattern.pattern == pattern)
+                points = max(1, weight - TOLERANCE_COST)
+                if alignment.cost:
+                    points = min(points, INEXACT_CEILING)
+                earlier = found.get(n)
+                if earlier is None or points > earlier.points:
+                    found[n] = Reason(f"the message reads as “{wording}”, cut or retyped", points)
+        return found
+
     def _closest(self, normalised: str, kinds: tuple[str, ...]) -> dict[int, tuple[float, tuple[int, ...]]]:
         """Per entry, its real examples closest to the message (their ratio and positions), among those
         naming the same kinds of devices: "cuda and cuda" and "cuda and cpu" read alike but point to
@@ -223,10 +261,15 @@ class Matcher:
         return found
 
 
-def _best_signature(compiled: IndexedEntry, ev: Evidence, lowered: list[str], *, folded: bool) -> Reason | None:
-    """The heaviest signature the message shows; `lowered`: the messages in lower case."""
+def _best_signature(
+    compiled: IndexedEntry, ev: Evidence, lowered: list[str], *, folded: bool, source: bool
+) -> Reason | None:
+    """The heaviest signature of one kind (written, or PyTorch's own) the message shows; `lowered`: the
+    messages in lower case."""
     best: Reason | None = None
     for sig in compiled.signatures:
+        if sig.source != source:
+            continue
         if sig.exception and ev.exception and not re.fullmatch(sig.exception, ev.exception.rsplit(".", 1)[-1]):
             continue
         pattern = sig.pattern

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from fixer.explain.libraries import library_of
@@ -135,11 +136,18 @@ def split_ranks(lines: list[str]) -> dict[int | None, list[str]]:
     return dict(groups)
 
 
-def parse(text: str, known_messages: AnyOf | None = None, *, fold_case: bool = True) -> Traceback | None:
+def parse(
+    text: str,
+    known_messages: AnyOf | None = None,
+    *,
+    fold_case: bool = True,
+    tolerant: Callable[[str], bool] | None = None,
+) -> Traceback | None:
     """The last traceback in `text`; with several ranks, the lowest rank's (all ranks are listed).
 
     Some pastes carry only a message with no exception type ("module must have its parameters and
-    buffers on device ..."); `known_messages` (built from the KB's signatures) finds those.
+    buffers on device ..."); `known_messages` (built from the KB's signatures) finds those, and where
+    none is printed as written, `tolerant` says of a line whether it is a known message cut or retyped.
     """
     cleaned = clean(text)
     groups = split_ranks(cleaned.split("\n"))
@@ -147,7 +155,10 @@ def parse(text: str, known_messages: AnyOf | None = None, *, fold_case: bool = T
     for rank, lines in groups.items():
         chain = _parse_lines(lines, known_messages)
         if not chain or not chain[-1].message:
-            chain = _with_known_message(chain, _known_message(lines, known_messages, fold_case))
+            known = _known_message(lines, known_messages, fold_case)
+            if known is None and tolerant is not None:
+                known = _tolerant_message(lines, tolerant)
+            chain = _with_known_message(chain, known)
         if chain:
             found[rank] = chain
     if not found:
@@ -172,6 +183,32 @@ def _known_message(lines: list[str], known: AnyOf | None, fold_case: bool) -> Ra
         found = _known_at(lines, known, ignore_case=ignore_case)
         if found is not None:
             return found
+    return None
+
+
+_TOLERANT_LINES = 40  # the lines nearest the end that may hold a cut or retyped message
+_TYPED_LINE = re.compile(rf"^\s*(?P<type>{EXCEPTION_NAME})\s*[:：]\s*(?P<message>.*)$")
+
+
+def _tolerant_message(lines: list[str], tolerant: Callable[[str], bool]) -> RaisedException | None:
+    """The last line, among the last few that are not frames, that `tolerant` takes for a known message:
+    from there to the end of its paragraph, with the exception type it starts with, if any."""
+    looked = 0
+    for start in range(len(lines) - 1, -1, -1):
+        line = lines[start]
+        if not line.strip() or any(shape.match(line) for shape in _FRAME_SHAPES):
+            continue
+        looked += 1
+        if looked > _TOLERANT_LINES:
+            return None
+        if tolerant(line):
+            end = start + 1
+            while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
+                end += 1
+            typed = _TYPED_LINE.match(line)
+            first = typed.group("message") if typed else line
+            message = "\n".join([first, *lines[start + 1 : end]]).strip()
+            return RaisedException(type=typed.group("type") if typed else None, message=message[:MAX_MESSAGE_CHARS])
     return None
 
 

@@ -19,7 +19,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from fixer.explain.literals import AnyOf, known_messages
 from fixer.kb.paths import KBError, default_root, team_dirs
-from fixer.kb.schema import Entry, Fact
+from fixer.kb.schema import Entry, Fact, Signature, SourceMessage
+from fixer.kb.sources import MESSAGES, derived, read_sources
 from fixer.kb.unwritten import unwritten
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -33,6 +34,7 @@ class Catalog:
     files: dict[str, Path] = field(default_factory=dict)  # where each entry was read from; team entries too
     drafts: tuple[str, ...] = field(default=())  # the files left out for their TODOs, each with its first TODO
     facts: dict[str, Fact] = field(default_factory=dict)  # the questions entries' `facts` answer, by id
+    sources: tuple[SourceMessage, ...] = ()  # PyTorch's own messages, from the built-in KB's messages/
 
     @property
     def team(self) -> set[str]:
@@ -53,10 +55,20 @@ class Catalog:
         path = self.files.get(entry_id)
         return str(path) if path is not None and path.parent != self.root else None
 
+    def added(self, entry_id: str) -> list[Signature]:
+        """The signatures PyTorch's own messages add to an entry (fixer.kb.sources)."""
+        return self._added.get(entry_id, [])
+
+    @cached_property
+    def _added(self) -> dict[str, list[Signature]]:
+        return derived(m for m in self.sources if set(m.entries) <= self.entries.keys())
+
     @cached_property
     def known_messages(self) -> AnyOf:
         """Every signature, searched as one: finds a known message even where no exception type is printed."""
-        return known_messages((s.pattern, self.owner(entry.id)) for entry in self for s in entry.signatures)
+        return known_messages(
+            (s.pattern, self.owner(entry.id)) for entry in self for s in (*entry.signatures, *self.added(entry.id))
+        )
 
 
 MAX_ENTRY_BYTES = 1_000_000  # an entry is a few kilobytes; a bigger file is a mistake or an attack
@@ -162,6 +174,13 @@ def load(
     problems: list[str] = []
     left_out: list[str] = []
     facts: dict[str, Fact] = {}
+    sources: tuple[SourceMessage, ...] = ()
+    try:
+        sources = read_sources(root / MESSAGES, _read_document)
+    except KBError as exc:
+        if strict:
+            raise
+        problems.append(str(exc))
     for directory in (root, *team):
         if not directory.is_dir():
             raise KBError(f"no knowledge base at {directory}")
@@ -196,7 +215,13 @@ def load(
             entries[entry.id] = entry
             files[entry.id] = path
     return Catalog(
-        entries=entries, root=root, problems=tuple(problems), files=files, drafts=tuple(left_out), facts=facts
+        entries=entries,
+        root=root,
+        problems=tuple(problems),
+        files=files,
+        drafts=tuple(left_out),
+        facts=facts,
+        sources=sources,
     )
 
 

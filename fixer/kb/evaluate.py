@@ -30,6 +30,7 @@ class CorpusItem(BaseModel):
     traceback: str
     expect: tuple[str, ...] = ()
     decidable: bool | None = None  # whether the paste alone decides the cause (benchmarks/unseen/)
+    half: str | None = None  # tune or holdout, where one file holds both (benchmarks/census/)
 
     @field_validator("expect", mode="before")
     @classmethod
@@ -47,6 +48,7 @@ class Labelled:
     text: str
     expect: tuple[str, ...]
     decidable: bool | None = None
+    half: str | None = None
 
 
 @dataclass
@@ -88,7 +90,7 @@ def load_corpus(path: Path) -> list[Labelled]:
         raw = _CORPUS.validate_python(data or [])
     except ValidationError as exc:
         raise CorpusError(_problem(exc)) from None
-    return [Labelled(item.id, item.traceback, item.expect, item.decidable) for item in raw if item.expect]
+    return [Labelled(item.id, item.traceback, item.expect, item.decidable, item.half) for item in raw if item.expect]
 
 
 def _problem(exc: ValidationError) -> str:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 8  # bump when the layout below changes
+FORMAT = 9  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -116,6 +116,7 @@ class Signature:
     pattern: Regex
     exception: str | None
     weight: int
+    source: bool = False  # one of PyTorch's own messages (fixer.kb.sources): read only where no written one is
 
 
 @dataclass(frozen=True)
@@ -211,8 +212,9 @@ def build(catalog: Catalog) -> Index:
         entries.append(
             IndexedEntry(
                 card=Card.of(entry, catalog.files.get(entry.id, "")),
-                signatures=tuple(
-                    Signature(Regex.of(s.pattern, owner), s.exception, s.weight) for s in entry.signatures
+                signatures=(
+                    *(Signature(Regex.of(s.pattern, owner), s.exception, s.weight) for s in entry.signatures),
+                    *(Signature(Regex.of(s.pattern, None), None, s.weight, True) for s in catalog.added(entry.id)),
                 ),
                 rules=tuple(rules),
                 examples=tuple(examples),
@@ -286,7 +288,7 @@ def _assembled(
 def _record(entry: IndexedEntry) -> dict[str, Any]:
     return {
         "card": {k: v for k, v in asdict(entry.card).items() if k != "loaded"},
-        "signatures": [[s.pattern.to_json(), s.exception, s.weight] for s in entry.signatures],
+        "signatures": [[s.pattern.to_json(), s.exception, s.weight, s.source] for s in entry.signatures],
         "rules": [
             [{k: v.to_json() if isinstance(v, Regex) else v for k, v in r.when.items()}, r.weight, r.because]
             for r in entry.rules
@@ -307,7 +309,8 @@ def _entry(record: dict[str, Any]) -> IndexedEntry:
             }
         ),
         signatures=tuple(
-            Signature(Regex.from_json(p), exception, weight) for p, exception, weight in record["signatures"]
+            Signature(Regex.from_json(p), exception, weight, source)
+            for p, exception, weight, source in record["signatures"]
         ),
         rules=tuple(
             Rule({k: Regex.from_json(v) if k in REGEX_FIELDS else v for k, v in when.items()}, weight, because)
@@ -457,7 +460,7 @@ def fingerprint(directories: tuple[Path, ...]) -> str:
     package = Path(__file__).resolve().parents[1]
     places = [(package / "explain", ".py"), (package / "kb", ".py")]
     for directory in directories:
-        places += [(directory.resolve() / sub, ".yaml") for sub in ("", "priors", "facts")]  # as load reads
+        places += [(directory.resolve() / sub, ".yaml") for sub in ("", "priors", "facts", "messages")]  # as load reads
     for directory, suffix in places:
         digest.update(f"\0{directory}".encode())
         try:

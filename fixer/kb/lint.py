@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -17,7 +17,8 @@ from fixer.kb.catalog import FACTS, Catalog, KBError, clash, read_entry, read_fa
 from fixer.kb.chances import CHANCES
 from fixer.kb.index import REGEX_FIELDS, Question
 from fixer.kb.repro import Verification, verification
-from fixer.kb.schema import Entry, Fact
+from fixer.kb.schema import Entry, Fact, SourceMessage
+from fixer.kb.sources import MESSAGES, read_sources
 from fixer.kb.unwritten import unwritten
 from fixer.patching import registry
 
@@ -39,9 +40,10 @@ class EntryStats:
     repro: Verification
     signatures: int
     rules: int
+    pytorch_messages: int  # of PyTorch's own (kb/messages/pytorch.yaml), how many name this cause
 
 
-def entry_stats(entry: Entry) -> EntryStats:
+def entry_stats(entry: Entry, sources: Sequence[SourceMessage] = ()) -> EntryStats:
     return EntryStats(
         id=entry.id,
         examples=len(entry.examples),
@@ -49,6 +51,7 @@ def entry_stats(entry: Entry) -> EntryStats:
         repro=verification(entry),
         signatures=len(entry.signatures),
         rules=len(entry.evidence),
+        pytorch_messages=sum(entry.id in m.entries for m in sources),
     )
 
 
@@ -88,7 +91,26 @@ def lint(root: Path, team: Sequence[Path] = ()) -> tuple[list[Entry], list[Probl
     names = {entry_id: shown(path, root) for entry_id, path in files.items()}
     problems.extend(_cross_checks(entries, root, names, files, facts))
     problems.extend(_slow_team_regexes(entries, root, names, files))
+    problems.extend(_unknown_causes_of_sources(root, merged.keys()))
     return entries, problems
+
+
+def _unknown_causes_of_sources(root: Path, ids: Iterable[str]) -> list[Problem]:
+    """PyTorch's messages may only name causes the KB has: a renamed or retired entry leaves them
+    pointing nowhere, and the message would then admit nothing."""
+    from fixer.kb.catalog import _read_document
+
+    name = str(MESSAGES)
+    try:
+        sources = read_sources(root / MESSAGES, _read_document)
+    except KBError as exc:
+        return [Problem(name, str(exc).removeprefix(f"{MESSAGES.name}: "))]
+    known = set(ids)
+    return [
+        Problem(name, f"{message.key!r} names {', '.join(sorted(missing))}, which no entry is")
+        for message in sources
+        if (missing := set(message.entries) - known)
+    ]
 
 
 # Text made to make a regex work hard, each as long as the longest message fixer reads: long runs of

@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 # The regex parser: re._parser from Python 3.11, sre_parse before (deprecated since).
 _NEW_NAMES = sys.version_info >= (3, 11)
@@ -242,6 +242,27 @@ class Fact(Strict):
         for pattern in patterns:
             _compiles(pattern)
         return patterns
+
+
+class SourceMessage(Strict):
+    """One error message PyTorch raises, as `tools/extract_messages.py` read it from PyTorch's source
+    (kb/messages/pytorch.yaml): the catalogue the entries' signatures are checked against."""
+
+    key: str = Field(min_length=10, description="The message with every spliced-in value written {}.")
+    template: str = Field(description="The message with the source's expression in each {}.")
+    raised: str = Field(description="The Python exception it surfaces as.")
+    where: str = Field(description="The file (and line) that raises it, in the newest tree read.")
+    versions: list[str] = Field(min_length=1, description="The PyTorch trees read that raise it.")
+    entries: list[str] = Field(description="The KB causes behind it.")
+    outside: str | None = Field(
+        default=None, min_length=10, description="Why no KB cause covers it yet, where `entries` is empty."
+    )
+
+    @model_validator(mode="after")
+    def _assigned(self) -> SourceMessage:
+        if bool(self.entries) == bool(self.outside):
+            raise ValueError("give either `entries` (the causes behind the message) or `outside` (why none)")
+        return self
 
 
 class Quiz(Strict):

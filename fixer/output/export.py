@@ -24,6 +24,7 @@ from fixer.explain import normalise as _normalise
 from fixer.explain import parse as _parse
 from fixer.explain import priors as _priors
 from fixer.explain import read as _read
+from fixer.explain import tolerant as _tolerant
 from fixer.kb import index as _index
 from fixer.kb.catalog import Catalog
 from fixer.kb.schema import Entry
@@ -366,6 +367,9 @@ def patterns() -> dict[str, Any]:
         "exception_line": _python_regex(p._EXCEPTION_LINE),
         "from_user_code": _python_regex(p._FROM_USER_CODE),
         "type_before": _python_regex(p._TYPE_BEFORE),
+        "typed_line": _python_regex(p._TYPED_LINE),
+        "tolerant_word": _python_regex(_tolerant._WORD),
+        "tolerant_type_prefix": _python_regex(_tolerant._TYPE_PREFIX),
         "link": _python_regex(_read._LINK),
         "numbered_link": _python_regex(_read._NUMBERED_LINK),
         "file_header": _python_regex(_read._FILE_HEADER),
@@ -432,11 +436,12 @@ def _entry(entry: Entry, compiled: Any, url: str) -> dict[str, Any]:
         "url": url,
         "signatures": [
             {
-                "pattern": to_js(s.pattern),
+                "pattern": to_js(s.pattern.pattern),
                 "exception": to_js(s.exception) if s.exception else None,
                 "weight": s.weight,
+                "source": s.source,
             }
-            for s in entry.signatures
+            for s in compiled.signatures
         ],
         "rules": rules,
         "examples": [
@@ -476,6 +481,15 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "BEYOND": _narrow.BEYOND,
             "RULED_OUT": _narrow.RULED_OUT,
             "WORTH": _narrow.WORTH,
+            "HOLE": _tolerant.HOLE,
+            "HOLE_SPAN": _tolerant.HOLE_SPAN,
+            "MIN_WORDS": _tolerant.MIN_WORDS,
+            "MAX_COST": _tolerant.MAX_COST,
+            "TYPO": _tolerant.TYPO,
+            "CONTENT_SHARED": _tolerant.CONTENT_SHARED,
+            "TOLERANCE_COST": _match.TOLERANCE_COST,
+            "INEXACT_CEILING": _match.INEXACT_CEILING,
+            "TOLERANT_LINES": _parse._TOLERANT_LINES,
         },
         "questions": [
             {
@@ -492,6 +506,7 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
         "torch_subpackages": sorted(_libraries._TORCH_SUBPACKAGES),
         "patterns": patterns(),
         "known_messages": to_js(catalog.known_messages.pattern) if len(catalog) else None,
+        "wordings": _wordings(matcher.index),
         "priors": {
             key: {cause: vars(prior) for cause, prior in causes.items()}
             for key, causes in _priors.load(catalog.root).items()
@@ -500,6 +515,19 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             _entry(c.card.entry, c, (urls or {}).get(c.card.id, f"entries/{c.card.id}/")) for c in matcher.index.entries
         ],
     }
+
+
+def _wordings(index: Any) -> list[dict[str, Any]]:
+    """Each known pattern's fixed words and the entries whose signature it is, with that signature's
+    weight: what `fixer.explain.tolerant` reads a cut or retyped message against."""
+    found = []
+    for number, regex in enumerate(index.known.regexes):
+        bearers = [
+            [n, next(s.weight for s in index.entries[n].signatures if s.pattern.pattern == regex.pattern)]
+            for n in index.bearers[number]
+        ]
+        found.append({"words": list(_tolerant.skeleton(regex.pattern)), "bearers": bearers})
+    return found
 
 
 __all__ = ["UntranslatableRegex", "matcher_data", "patterns", "to_js"]

@@ -405,10 +405,12 @@ def accuracy_table(score: Score) -> RenderableType:
 
 def stats_table(stats: list[EntryStats]) -> RenderableType:
     table = Table(header_style="bold", box=None)
-    for column in ("entry", "examples", "ambiguous", "signatures", "rules", "repro"):
+    for column in ("entry", "examples", "ambiguous", "signatures", "pytorch messages", "rules", "repro"):
         table.add_column(column, justify="left" if column in {"entry", "repro"} else "right", no_wrap=True)
     for s in stats:
-        table.add_row(s.id, str(s.examples), str(s.ambiguous), str(s.signatures), str(s.rules), s.repro)
+        table.add_row(
+            s.id, str(s.examples), str(s.ambiguous), str(s.signatures), str(s.pytorch_messages), str(s.rules), s.repro
+        )
     return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 

@@ -1,0 +1,99 @@
+"""Messages cut or retyped still reach the signatures they were printed from (fixer.explain.tolerant)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from fixer.explain.match import Matcher
+from fixer.explain.tolerant import HOLE, Wordings, align, skeleton, words
+
+CENSUS = {item["id"]: item for item in yaml.safe_load((ROOT / "benchmarks/census/census.yaml").read_text())}
+
+
+def _paste(item_id: str) -> str:
+    item = CENSUS[item_id]
+    assert item["half"] == "tune"  # the holdout is only ever scored
+    return str(item["traceback"])
+
+
+def test_a_skeleton_keeps_the_fixed_words_and_marks_what_varies() -> None:
+    fixed = words("Expected all tensors to be on the same device, but found at least two devices")
+    assert skeleton(r"Expected all tensors to be on the same device, but found at least two devices, \S+ and") == (
+        *fixed,
+        HOLE,
+        "and",
+    )
+    assert skeleton(r"Input type \((?:torch\.cuda\.\w+)\) and weight type") == (
+        "input", "type", "torch", "cuda", HOLE, "and", "weight", "type",
+    )  # fmt: skip
+    assert skeleton("(") == ()
+
+
+def test_words_keep_names_with_their_digits() -> None:
+    assert words("mat2 is on cuda:0, isn't it") == ("mat2", "is", "on", "cuda", "0", "isn", "t", "it")
+
+
+def test_a_cut_at_both_ends_aligns_with_no_cost() -> None:
+    wording = skeleton(r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False")
+    got = align(words("deserialize object on a CUDA device but torch.cuda.is_available"), wording)
+    assert (got.agreed, got.cost, got.good) == (11, 0.0, True)
+
+
+def test_a_typo_costs_half_a_word_and_a_wrong_word_a_whole_one() -> None:
+    wording = skeleton(r"Expected object of backend \w+ but got backend \w+ for argument")
+    assert align(words("Expected objetc of backend CPU but got backend CUDA for argument"), wording).cost == 0.5
+    assert align(words("Expected thing of backend CPU but got backend CUDA for argument"), wording).cost == 1.0
+
+
+def test_words_before_the_wording_count_against_it() -> None:
+    wording = skeleton(r"but got weight is on \S+, different from other tensors on \S+")
+    assert align(words("mat2 is on cpu, different from other tensors on cuda:0"), wording).cost == 1.0
+
+
+def test_a_line_that_only_shares_common_words_reads_as_nothing() -> None:
+    wordings = Wordings([skeleton(r"Expected all tensors to be on the same device, but found at least two devices")])
+    assert wordings.read("the model trains on the same device for two epochs but found nothing") == []
+    assert wordings.read("Expected all tensors to") == []  # too few words to tell
+
+
+def test_a_message_retyped_with_spaces_reaches_its_entries(matcher: Matcher) -> None:
+    """`torch.cuda.is_available ()` and `map_location = 'cpu'`: retyped by hand from a screenshot."""
+    found = [m.id for m in matcher.explain(_paste("craft-test-cpu-load-without-map-location")).matches]
+    assert "torch-load-without-map-location" in found[:2]
+
+
+@pytest.mark.parametrize(
+    ("item_id", "entry"),
+    [
+        ("espnet-transducer-gpu-decoding", "inputs-not-moved"),  # old wording, its argument clause cut off
+        ("allennlp-elmo-character-ids-to-not-reassigned", "plain-tensor-attribute"),  # 0.4's type wording, cut
+        ("pytorch-torchsim-cueq-convert-default-cpu", "model-not-moved"),  # 2.8's wording, its start cut off
+    ],
+)
+def test_a_message_alone_and_cut_gets_candidates(matcher: Matcher, item_id: str, entry: str) -> None:
+    explained = matcher.explain(_paste(item_id))
+    assert explained.traceback is not None and explained.traceback.message
+    found = [m.id for m in explained.matches]
+    assert entry in found
+    assert "cut or retyped" in explained.matches[0].reasons[0].text
+
+
+def test_a_cut_message_above_frames_keeps_the_frames(matcher: Matcher) -> None:
+    pasted = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/proj/train.py", line 88, in <module>\n'
+        "    state = torch.load(path)\n"
+        "deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a\n"
+    )
+    explained = matcher.explain(pasted)
+    assert explained.traceback is not None and len(explained.traceback.final.frames) == 1
+    assert explained.matches and explained.matches[0].id == "torch-load-without-map-location"
+
+
+def test_an_inexact_reading_weighs_no_more_than_a_catalogue_message() -> None:
+    from fixer.explain.match import INEXACT_CEILING
+    from fixer.kb.sources import SOURCE_WEIGHT
+
+    assert INEXACT_CEILING == SOURCE_WEIGHT

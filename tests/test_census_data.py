@@ -1,0 +1,54 @@
+"""The census (benchmarks/census/census.yaml) stays what its header says: real threads kept apart from
+everything fixer was built or tuned on, causes the KB holds or says it lacks, and a split fixed by a hash."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import yaml
+from conftest import CORPUS, ROOT
+
+from fixer.kb.catalog import Catalog
+
+CENSUS = ROOT / "benchmarks" / "census"
+ITEMS = yaml.safe_load((CENSUS / "census.yaml").read_text(encoding="utf-8"))
+
+
+def _thread(url: object) -> str:
+    return re.sub(r"[#?].*", "", str(url)).rstrip("/")
+
+
+def test_items_are_whole_and_name_a_kb_cause_or_a_new_one(catalog: Catalog) -> None:
+    assert len({item["id"] for item in ITEMS}) == len(ITEMS)
+    for item in ITEMS:
+        assert str(item["source"]).startswith("https://") and item["traceback"].strip(), item["id"]
+        assert isinstance(item["decidable"], bool), item["id"]
+        expect = item["expect"]
+        if expect.startswith("new:"):
+            assert item.get("new_cause"), item["id"]
+        else:
+            assert catalog.get(expect) is not None, item["id"]
+
+
+def test_the_split_is_the_hash_of_the_source() -> None:
+    for item in ITEMS:
+        first = hashlib.sha256(item["source"].rstrip("/").encode()).digest()[0]
+        assert item["half"] == ("tune" if first % 2 == 0 else "holdout"), item["id"]
+
+
+def test_no_thread_is_also_a_kb_example_or_in_another_benchmark(catalog: Catalog) -> None:
+    used = {_thread(example.source) for entry in catalog for example in entry.examples}
+    halves = ("tune", "holdout")
+    others = [CORPUS, *(ROOT / "benchmarks" / d / f"{h}.yaml" for d in ("unseen", "interview") for h in halves)]
+    for path in others:
+        if path.exists():
+            used |= {_thread(item["source"]) for item in yaml.safe_load(path.read_text(encoding="utf-8"))}
+    threads = [_thread(item["source"]) for item in ITEMS]
+    assert len(set(threads)) == len(threads)
+    assert not set(threads) & used
+
+
+def test_every_stratum_has_its_log() -> None:
+    for stratum in {item["stratum"] for item in ITEMS}:
+        assert list((CENSUS / "strata").glob(f"s*-{stratum}.md")), stratum

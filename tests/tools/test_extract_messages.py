@@ -1,0 +1,161 @@
+"""The extraction of PyTorch's messages, on code shaped as PyTorch writes its checks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+
+import extract_messages as x
+
+TENSOR_ITERATOR = """
+void TensorIteratorBase::compute_types(const TensorIteratorConfig& config) {
+  // Expected all tensors to be on the same device (a comment, not a message)
+  TORCH_CHECK(op.device == common_device,
+              "Expected all tensors to be on the same device, but "
+              "found at least two devices, ", common_device, " and ", op.device, "!");
+  TORCH_CHECK_VALUE(a.dim() == 2, "expected a matrix, got ", a.dim(), "-D tensor");
+}
+"""
+
+STREAMED = """
+void check(const Tensor& grad, size_t i) {
+      std::stringstream ss;
+      ss << "invalid gradient at index " << i << " - expected device ";
+      ss << metadata.device() << " but got " << grad.device();
+      TORCH_CHECK(false, format_error(ss.str()));
+}
+"""
+
+PYTHON = """
+def check_same_device(*args):
+    for arg in args:
+        if arg.device != device:
+            msg = (
+                "Tensor on device "
+                + str(arg.device)
+                + " is not on the expected device "
+                + str(device)
+                + "!"
+            )
+            raise RuntimeError(msg)
+
+def stft(input, window):
+    torch._check(
+        window.device == input.device,
+        lambda: f"stft input and window must be on the same device but got self on {input.device}"
+        f" and window on {window.device}",
+    )
+    raise ValueError(f"expected a 2-D input, got {input.dim()}")
+"""
+
+
+def test_a_check_macro_joins_its_literals_and_marks_each_value() -> None:
+    found = [f for f in x.cpp_messages(TENSOR_ITERATOR, "TensorIterator.cpp") if x.in_family(f.template)]
+    assert [(f.template, f.raised) for f in found] == [
+        (
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            "{common_device} and {op.device}!",
+            "RuntimeError",
+        )
+    ]
+    assert found[0].where == "TensorIterator.cpp:4"
+    assert found[0].key == "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
+
+
+def test_consecutive_stream_statements_make_one_message() -> None:
+    templates = [f.template for f in x.cpp_messages(STREAMED, "engine.cpp")]
+    assert "invalid gradient at index {i} - expected device {metadata.device()} but got {grad.device()}" in templates
+
+
+def test_python_messages_from_raise_a_message_variable_and_torch_check() -> None:
+    keys = {f.key for f in x.py_messages(PYTHON, "x.py") if x.in_family(f.template)}
+    assert keys == {
+        "Tensor on device {} is not on the expected device {}!",
+        "stft input and window must be on the same device but got self on {} and window on {}",
+    }
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Input type ({}) and weight type ({}) should be the same",
+        "can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
+        "Expected a '{}' device type for generator but found '{}'",
+        "Torch not compiled with CUDA enabled",
+        "Placeholder storage has not been allocated on MPS device!",
+    ],
+)
+def test_family_messages_are_kept(message: str) -> None:
+    assert x.in_family(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "CUDA error: device-side assert triggered",
+        "expected scalar type Float but found Half",
+        "MPS device does not support mm for non-float inputs",
+        "Device string must not be empty",
+        "is on CPU,",
+    ],
+)
+def test_look_alikes_and_fragments_are_left_out(message: str) -> None:
+    assert not x.in_family(message)
+
+
+def test_a_rerun_keeps_the_causes_a_person_assigned_and_adds_new_versions() -> None:
+    before = [x.Record("Tensor on device {} is not on the expected device {}!", "t", "RuntimeError", "a.py:1",
+                       ["2.6.0"], ["compile-fake-tensor-device"])]  # fmt: skip
+    found = [x.Found("Tensor on device {d} is not on the expected device {e}!", "RuntimeError", "b.py:9")]
+    merged = x.merge(before, [("2.6.0", found, {}), ("2.13.0", found, {})])
+    assert [(r.versions, r.entries, r.where) for r in merged] == [
+        (["2.6.0", "2.13.0"], ["compile-fake-tensor-device"], "b.py:9")
+    ]
+
+
+def test_a_binary_rebuilds_a_message_from_the_pieces_before_its_source_file() -> None:
+    laid_out = (
+        b"\x00Support for autograd has not been loaded\x00Expected all tensors to be on the same device, but got "
+        b"\x00, different from other tensors on \x00 (when checking argument in method "
+        b"\x00/__w/pytorch/pytorch/aten/src/ATen/core/adaption.cpp\x00"
+    )
+    rebuilt = dict(x._assembled(laid_out))
+    assert rebuilt["Expected all tensors to be on the same device, but got "] == (
+        "Expected all tensors to be on the same device, but got {}, different from other tensors on {} "
+        "(when checking argument in method {}"
+    )
+    assert rebuilt["Support for autograd has not been loaded"] == "Support for autograd has not been loaded"
+
+
+def test_a_binary_dates_a_source_message_and_adds_what_only_it_holds() -> None:
+    found = [x.Found("Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!",
+                     "RuntimeError", "TensorIterator.cpp:4")]  # fmt: skip
+    strings = {
+        "Expected all tensors to be on the same device, but found at least two devices, ": "libtorch_cpu.so",
+        "Expected all tensors to be on the same device, but got ": "libtorch_cpu.so",
+        "_ZN3c1013GeneratorImpl6deviceEv": "libc10.so",
+    }
+    merged = x.merge([], [("2.6.0", found, {}), ("2.13.0", [], strings)])
+    old, new = "but found at least two devices, {} and {}!", "but got {}"
+    assert {r.key: r.versions for r in merged} == {
+        f"Expected all tensors to be on the same device, {old}": ["2.6.0", "2.13.0"],
+        f"Expected all tensors to be on the same device, {new}": ["2.13.0"],
+    }
+
+
+def test_the_written_file_reads_back_as_it_was_written(tmp_path: Path) -> None:
+    records = x.merge([], [("2.6.0", [x.Found("stft input and window must be on the same device {a}", "RuntimeError",
+                                              "r.py:3")], {})])  # fmt: skip
+    records[0].outside = "only for this test, a reason"
+    path = tmp_path / "m.yaml"
+    path.write_text(x.dump(records), encoding="utf-8")
+    assert x.load(path) == records
+
+
+def test_the_catalogue_in_the_kb_is_what_the_script_writes() -> None:
+    """Rewritten through the script's own dump, the file does not change: hand edits keep its shape."""
+    assert x.dump(x.load(x.OUTPUT)) == x.OUTPUT.read_text(encoding="utf-8")
