@@ -135,6 +135,24 @@ def test_dtype_only_mismatch_is_called_out_as_not_a_device_error():
     assert b"dtype" in result.stdout
 
 
+def test_a_pytorch_message_the_kb_lacks_says_where_pytorch_raises_it():
+    """A real check of torch/cuda/_utils.py (a CUDA API handed a CPU device), for which no entry exists."""
+    stdin = "ValueError: Expected a cuda device, but got: cpu\n"
+    text = fixer("explain", "--color", "never", "-", stdin=stdin)
+    assert text.returncode == NO_MATCH
+    assert b"PyTorch's own message, not in the KB yet" in text.stdout and b"torch/cuda/_utils.py" in text.stdout
+    document = json.loads(fixer("explain", "--json", "-", stdin=stdin).stdout)
+    assert document["matches"] == [] and document["outside_kb"]["where"].startswith("torch/cuda/_utils.py")
+
+
+def test_kb_stats_counts_pytorch_messages_per_entry(capsys):
+    assert main(["kb", "stats", "--json"]) == OK
+    out = json.loads(capsys.readouterr().out)
+    per_entry = {e["id"]: e["pytorch_messages"] for e in out["entries"]}
+    assert per_entry["inputs-not-moved"] > 50 and per_entry["default-device-generator"] >= 1
+    assert out["totals"]["pytorch_messages"] > out["totals"]["pytorch_messages_outside"] > 0
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -1094,7 +1094,10 @@ function rank(data, ev) {
     read = !ev.message || signatures.some((s) => s);
     if (read) break;
   }
-  if (!read) signatures = tolerantSignatures(data, ev.message);
+  // A message PyTorch prints as it is, whose cause the KB lacks, is not read as a near one.
+  if (!read && !(data.outside || []).some((pattern) => search(pattern, ev.message))) {
+    signatures = tolerantSignatures(data, ev.message);
+  }
   const matches = [];
   data.entries.forEach((entry, k) => {
     const m = score(data, entry, ev, found[k], found, k, signatures[k], counted[entry.id]);

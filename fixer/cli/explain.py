@@ -69,6 +69,7 @@ def explain_text(
             result.slow,
             result.answers,
             result.matches,
+            result.outside,
         )
         print(to_json(document, redact=redact))
     elif markdown:
@@ -190,6 +191,9 @@ def _print_explanation(
         return
     if not result.matches:
         out.print(render.error_header(result.traceback))
+        if result.outside is not None:
+            out.print(render.outside_kb(result.outside))
+            return
         reason = (
             "the two sides differ only in dtype, not device: this is not a device-placement error"
             if result.evidence is not None and result.evidence.dtype_only

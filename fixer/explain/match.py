@@ -21,7 +21,7 @@ from fixer.explain.literals import Regex
 from fixer.explain.normalise import normalise
 from fixer.explain.parse import Traceback, parse
 from fixer.explain.tolerant import HOLE, Wordings, skeleton
-from fixer.kb.index import Card, Index, IndexedEntry, Question, Rule, build
+from fixer.kb.index import Card, Index, IndexedEntry, Outside, Question, Rule, build
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -73,6 +73,7 @@ class Explanation:
     slow: dict[str, str] = field(default_factory=dict)  # team entries skipped for time here: file -> the regex
     answers: tuple[Answer, ...] = ()  # the questions settled so far: by the user's project, then by the user
     questions: tuple[Question, ...] = ()  # what the KB can ask about the run, where the text leaves it open
+    outside: Outside | None = None  # the message is PyTorch's own, and no entry covers its cause yet
 
 
 class Matcher:
@@ -106,7 +107,8 @@ class Matcher:
         answers: tuple[Answer, ...] = ()
         if evidence is not None and matches:
             answers, matches = self._looked(matches, evidence)
-        return Explanation(tb, evidence, matches, reading.skipped, answers, tuple(self.index.facts))
+        outside = self._outside_of(evidence.message) if evidence is not None and evidence.message else None
+        return Explanation(tb, evidence, matches, reading.skipped, answers, tuple(self.index.facts), outside)
 
     def _looked(self, matches: list[Match], evidence: Evidence) -> tuple[tuple[Answer, ...], list[Match]]:
         """The answers the traceback, the command and the project give, and the ranking they make: a
@@ -151,7 +153,8 @@ class Matcher:
             if not evidence.message or any(signatures.values()):
                 break
         else:
-            signatures = self._tolerant_signatures(evidence.message)
+            # A message PyTorch prints as it is, whose cause the KB lacks, is not read as a near one.
+            signatures = {} if self._outside_of(evidence.message) else self._tolerant_signatures(evidence.message)
         # A message admits the entries whose signature it shows or whose example it resembles; frames
         # alone are weighed against every entry.
         if evidence.message:
@@ -210,6 +213,13 @@ class Matcher:
     def _wordings(self) -> Wordings:
         """Every known pattern's fixed words, in the order of `known_messages.regexes`."""
         return Wordings([skeleton(regex.pattern) for regex in self.known_messages.regexes])
+
+    def _outside_of(self, message: str) -> Outside | None:
+        lowered = message.lower()
+        return next(
+            (o for o in self.index.outside if o.pattern.may_match(lowered) and o.pattern.compiled().search(message)),
+            None,
+        )
 
     def _reads_tolerantly(self, line: str) -> bool:
         return bool(self._wordings.read(line))

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 9  # bump when the layout below changes
+FORMAT = 10  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -161,6 +161,16 @@ class Examples:
 
 
 @dataclass(frozen=True)
+class Outside:
+    """One of PyTorch's own messages whose cause no entry covers yet (kb/messages/pytorch.yaml)."""
+
+    pattern: Regex
+    where: str
+    versions: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
 class Index:
     entries: Sequence[IndexedEntry]  # a tuple, or read from the index file as they are needed
     ids: tuple[str, ...]  # the entries' ids, in their order: known without reading an entry
@@ -172,6 +182,7 @@ class Index:
     facts: tuple[Question, ...] = ()  # the questions the entries' facts answer
     problems: tuple[str, ...] = ()  # the files the catalog skipped, said again on every load
     drafts: tuple[str, ...] = ()  # the drafts it left out (Catalog.drafts), said again too
+    outside: tuple[Outside, ...] = ()  # PyTorch's messages no entry covers: said as such, not guessed at
 
 
 REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame")
@@ -234,7 +245,14 @@ def build(catalog: Catalog) -> Index:
         )
         for f in catalog.facts.values()
     )
-    return _assembled(tuple(entries), priors.load(catalog.root), questions, catalog.problems, catalog.drafts)
+    from fixer.kb.sources import pattern_of
+
+    outside = tuple(
+        Outside(Regex.of(pattern_of(m.key), None), m.where, tuple(m.versions), m.outside)
+        for m in catalog.sources
+        if m.outside
+    )
+    return _assembled(tuple(entries), priors.load(catalog.root), questions, catalog.problems, catalog.drafts, outside)
 
 
 def _assembled(
@@ -243,6 +261,7 @@ def _assembled(
     facts: tuple[Question, ...],
     problems: tuple[str, ...],
     drafts: tuple[str, ...],
+    outside: tuple[Outside, ...] = (),
 ) -> Index:
     bearing: dict[str, dict[int, int]] = {}  # pattern -> entry -> the place of the pattern among its signatures
     for number, entry in enumerate(entries):
@@ -282,6 +301,7 @@ def _assembled(
         facts=facts,
         problems=problems,
         drafts=drafts,
+        outside=outside,
     )
 
 
@@ -356,6 +376,7 @@ def dumps(index: Index) -> str:
         ],
         "problems": list(index.problems),
         "drafts": list(index.drafts),
+        "outside": [[o.pattern.to_json(), o.where, list(o.versions), o.reason] for o in index.outside],
     }
     return json.dumps(head, ensure_ascii=False) + "\n" + "".join(line + "\n" for line in lines)
 
@@ -394,6 +415,7 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         ),
         problems=tuple(head["problems"]),
         drafts=tuple(head["drafts"]),
+        outside=tuple(Outside(Regex.from_json(p), w, tuple(v), r) for p, w, v, r in head["outside"]),
     )
 
 

@@ -507,6 +507,7 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
         "patterns": patterns(),
         "known_messages": to_js(catalog.known_messages.pattern) if len(catalog) else None,
         "wordings": _wordings(matcher.index),
+        "outside": [to_js(o.pattern.pattern) for o in matcher.index.outside],
         "priors": {
             key: {cause: vars(prior) for cause, prior in causes.items()}
             for key, causes in _priors.load(catalog.root).items()

@@ -24,7 +24,7 @@ from fixer.diagnose.probes import PROBES, how_to_run
 from fixer.explain.match import Explanation, Match
 from fixer.explain.narrow import Answer, Certainty, certainty
 from fixer.explain.parse import Traceback
-from fixer.kb.index import Card
+from fixer.kb.index import Card, Outside
 from fixer.output import diff as unified
 from fixer.output import display
 from fixer.patching.needs import NEEDS
@@ -229,6 +229,23 @@ def answered(answers: Sequence[Answer]) -> Text:
         lines.append(f": {given.question.ask}\n")
     lines.rstrip()
     return lines
+
+
+def outside_kb(outside: Outside) -> Group:
+    """A message PyTorch raises itself whose cause no entry covers: where it comes from and why the KB
+    has no answer, rather than a bare "no match" or a guess from a message that reads alike."""
+    versions = ", ".join(outside.versions)
+    return Group(
+        _Boxed(
+            "PyTorch's own message, not in the KB yet",
+            Group(
+                Text(f"PyTorch raises it in {outside.where} (seen in {versions})."),
+                Text(f"No KB entry covers its cause: {outside.reason}."),
+            ),
+            border_style="yellow",
+        ),
+        Text("Once you know the cause, `fixer kb new` drafts an entry from this traceback."),
+    )
 
 
 def beyond_kb(result: Explanation, top: int) -> Group:

@@ -18,6 +18,7 @@ from fixer.explain.narrow import Answer, Certainty, answer, said_of
 from fixer.explain.parse import Frame, Traceback
 
 if TYPE_CHECKING:
+    from fixer.kb.index import Outside
     from fixer.patching.plan import Patch
 
 
@@ -118,6 +119,15 @@ class UncertainOut:
     probe_checks: str | None  # what that probe looks at and the command that runs it
 
 
+@dataclass(frozen=True)
+class OutsideOut:
+    """The message is PyTorch's own (kb/messages/pytorch.yaml), and no KB entry covers its cause yet."""
+
+    where: str  # the file (and line) in PyTorch that raises it
+    versions: list[str]  # the PyTorch versions read that raise it
+    reason: str  # why no entry covers it
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExplainOut:
     fixer_version: str = __version__
@@ -127,6 +137,7 @@ class ExplainOut:
     uncertain: UncertainOut | None = None  # set when confident is false
     answers: list[AnswerOut] = field(default_factory=list)  # the questions settled, by the project or the user
     beyond_kb: bool = False  # the answers leave no known cause ahead of one the KB does not hold
+    outside_kb: OutsideOut | None = None  # set when the message is PyTorch's own and no entry covers it
     patches: list[PatchOut] = field(default_factory=list)
     slow_regexes: dict[str, str] = field(default_factory=dict)  # team entries skipped for time: file -> the regex
 
@@ -196,6 +207,7 @@ def explain_out(
     slow: dict[str, str] | None = None,
     answers: Sequence[Answer] = (),
     ranking: Sequence[Match] = (),
+    outside: Outside | None = None,
 ) -> ExplainOut:
     """`matches` as shown (the top N); `known` judged on all of them, the `ranking` (default: `matches`),
     which the next question's outcomes re-rank."""
@@ -211,6 +223,7 @@ def explain_out(
             for a in answers
         ],
         beyond_kb=bool(known and known.beyond),
+        outside_kb=OutsideOut(outside.where, list(outside.versions), outside.reason) if outside else None,
         patches=[patch_out(p) for p in patches],
         slow_regexes=dict(slow or {}),
     )

@@ -97,3 +97,11 @@ def test_an_inexact_reading_weighs_no_more_than_a_catalogue_message() -> None:
     from fixer.kb.sources import SOURCE_WEIGHT
 
     assert INEXACT_CEILING == SOURCE_WEIGHT
+
+
+def test_a_message_pytorch_prints_whose_cause_the_kb_lacks_is_said_so_not_read_as_a_near_one(
+    matcher: Matcher,
+) -> None:
+    explained = matcher.explain("ValueError: Expected a cuda device, but got: cpu")
+    assert explained.matches == []
+    assert explained.outside is not None and explained.outside.where.startswith("torch/cuda/")
