@@ -7,6 +7,13 @@ set of entries any of which is a right first answer for the line alone.
 from __future__ import annotations
 
 import pytest
+import yaml
+from conftest import ROOT
+
+CENSUS_SOURCES = {
+    item["id"]: item["source"]
+    for item in yaml.safe_load((ROOT / "benchmarks/census/census.yaml").read_text(encoding="utf-8"))
+}
 
 VARIANTS = [
     # §1a TensorIterator, 1.0 / 1.1 / 1.2 / 1.3 / modern
@@ -695,6 +702,20 @@ VARIANTS = [
         "corresponds to the device of theinput.",
         "https://github.com/open-edge-platform/geti/issues/3168",
         {"loss-weight-on-cpu"},
+    ),
+    # From the census's tune half (benchmarks/census/census.yaml), the source is the census item's
+    (
+        "0.3 argument parser, CUDA source and CPU index",
+        "TypeError: torch.index_select received an invalid combination of arguments - got (torch.cuda.FloatTensor, "
+        "int, torch.LongTensor), but expected (torch.cuda.FloatTensor source, int dim, torch.cuda.LongTensor index)",
+        CENSUS_SOURCES["practical-pytorch-seq2seq-index-select-cpu-index"],
+        {"inputs-not-moved", "tensor-created-without-device"},
+    ),
+    (
+        "CPU-only build, torch.cuda.set_device",
+        "AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'",
+        CENSUS_SOURCES["yolox-fish-cpu-torch-cuda-setdevice"],
+        {"torch-not-compiled-with-cuda"},
     ),
 ]
 
