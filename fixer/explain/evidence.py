@@ -166,9 +166,14 @@ def extract(tb: Traceback, *, read_code: bool = True, read_files: bool = True) -
     )
 
 
+# A fence, a prompt or a cell: a paste whose frames show no code may still show the code that ran.
+_SHOWS_CODE = re.compile(r"^\s*(?:```|~~~|>>>|In \[\d*\]:)", re.MULTILINE)
+
+
 def _facts(frames: tuple[Frame, ...], text: str, read_files: bool) -> dict[str, tuple[str, ...]]:
-    """What the detectors find in the code the frames show; a paste without code costs no detector import."""
-    if not any(frame.code or frame.is_user for frame in frames):
+    """What the detectors find in the code the frames and the paste show; a paste without code costs no
+    detector import."""
+    if not any(frame.code or frame.is_user for frame in frames) and not _SHOWS_CODE.search(text):
         return {}
     from fixer.explain.detectors import Code, detect
 

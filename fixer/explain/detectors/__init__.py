@@ -38,7 +38,7 @@ def detector(id: str, *, reads: str, finds: str) -> Callable[[Callable[[Code], I
 def detect(code: Code) -> dict[str, tuple[str, ...]]:
     """Every detector's findings on this code, keyed by detector id; detectors that find nothing are left out.
     A paste with no code line and no file here has nothing to read (and costs no detector import)."""
-    if not code.lines and not code.scopes:
+    if not code.lines and not code.showing:
         return {}
     _load()
     found = {}

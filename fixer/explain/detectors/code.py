@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from fixer.explain.detectors import syntax
+from fixer.explain.detectors import pasted, syntax
 from fixer.explain.libraries import file_name
 from fixer.explain.parse import MAX_CODE_CHARS, Frame
 from fixer.explain.source import parse_source
@@ -185,8 +185,9 @@ class Code:
     lines: tuple[Line, ...] = ()  # every frame's printed line; detectors choose whose to read
     scopes: tuple[Scope, ...] = ()
     text: str = ""  # the whole paste: command lines and configurations show there
-    # The lines a notebook printed up to a failing one, read as a file where no file is here. They are a
-    # few lines of a longer file: what they show holds, what they lack proves nothing.
+    # The lines a notebook printed up to a failing one, read as a file where no file is here, and the code
+    # blocks the paste shows. They are a few lines of a longer file: what they show holds, what they lack
+    # proves nothing.
     shown: tuple[Scope, ...] = ()
 
     @property
@@ -214,7 +215,7 @@ class Code:
         printed = tuple(distinct if len(distinct) <= MAX_PRINTED_LINES else distinct[:half] + distinct[-half:])
         files = user_files(frames) if read_files else {}
         shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
-        return cls(printed, tuple(_scopes(files)), text, shown)
+        return cls(printed, tuple(_scopes(files)), text, (*shown, *_pasted_scopes(text, frames)))
 
 
 def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:
@@ -226,6 +227,20 @@ def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:
         names = syntax.aliases(module)
         for line in reversed(lines):
             yield Scope(Path(path).name, line, module, names)
+
+
+def _pasted_scopes(text: str, frames: tuple[Frame, ...]) -> Iterator[Scope]:
+    """The code blocks the paste shows (fixer.explain.detectors.pasted), each as a file named "the
+    paste" at its line of the paste: the failing one the traceback printed, or the last that ran."""
+    printed = [f.code for f in frames if f.code]
+    for block in pasted.blocks(text):
+        found = pasted.parsed(block)
+        if found is None:
+            continue
+        module, _ = found
+        line = pasted.failing_line(module, block, printed)
+        if line is not None:
+            yield Scope(pasted.PASTE, line, module, syntax.aliases(module))
 
 
 def _printed_scope(frame: Frame, files: dict[Path, tuple[int, ...]]) -> Scope | None:

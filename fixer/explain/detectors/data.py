@@ -36,11 +36,11 @@ def _unplaced_factories(node: ast.AST, scope: Scope, statement: ast.stmt) -> Ite
 
 @detector(
     "factory-without-device-in-forward",
-    reads="your files",
+    reads="your files or the code pasted",
     finds="a forward, loss, mask or step function makes a tensor with a torch factory and no device=",
 )
 def factory_without_device_in_forward(code: Code) -> Iterator[str]:
-    for scope in code.scopes:
+    for scope in code.showing:
         function = scope.function
         if function is None or not _PER_STEP.fullmatch(function.name):
             continue
@@ -50,12 +50,38 @@ def factory_without_device_in_forward(code: Code) -> Iterator[str]:
 
 
 @detector(
+    "factory-meets-moved-on-failing-line",
+    reads="your files or the code pasted",
+    finds="the failing statement uses a tensor made by a torch factory with no device= next to one the code "
+    "moved or made on a device (a script or a REPL session as it ran)",
+)
+def factory_meets_moved_on_failing_line(code: Code) -> Iterator[str]:
+    for scope in code.showing:
+        if scope.failing is None:
+            continue
+        used = {n.id for n in ast.walk(scope.failing) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        made, moved = [], []
+        for name in sorted(used):
+            source = _last_assignment(scope, name)
+            value = syntax.value_of(source) if source is not None else None
+            if source is None or value is None:
+                continue
+            if syntax.placed(value):
+                moved.append(f"`{name}` (line {source.lineno})")
+            elif any(True for _ in _unplaced_factories(value, scope, source)):
+                made.append(f"`{name}` (line {source.lineno})")
+        if made and moved:
+            made_text, moved_text = ", ".join(made), ", ".join(moved)
+            yield f"{scope.where(scope.failing)}: {made_text} made without device=, {moved_text} on a device"
+
+
+@detector(
     "cpu-index-to-indexing-op",
-    reads="your files",
+    reads="your files or the code pasted",
     finds="an index built on the CPU (a factory without device=, .cpu(), NumPy) is passed to gather/index_select/...",
 )
 def cpu_index_to_indexing_op(code: Code) -> Iterator[str]:
-    for scope in code.scopes:
+    for scope in code.showing:
         on_cpu: dict[str, int] = {}
         for statement in scope.statements:
             for call in syntax.calls(statement):
