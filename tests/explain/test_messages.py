@@ -712,6 +712,26 @@ VARIANTS = [
         {"inputs-not-moved", "tensor-created-without-device"},
     ),
     (
+        "DGL feature and graph",
+        'dgl._ffi.base.DGLError: Cannot assign node feature "h" on device cuda:0 to a graph on device cpu. '
+        "Call DGLGraph.to() to copy the graph to the same device.",
+        CENSUS_SOURCES["dgl-gnasmp-graph-not-moved"],
+        {"inputs-not-moved"},
+    ),
+    (
+        "torchaudio.save of a CUDA tensor",
+        "RuntimeError: Input tensor has to be on CPU.",
+        CENSUS_SOURCES["torchsynth-torchaudio-save-gpu-tensor"],
+        {"numpy-on-cuda-tensor"},
+    ),
+    (
+        "CTC targets left on the CPU",
+        "RuntimeError: Tensor for argument #2 'targets' is on CPU, but expected it to be on GPU (while checking "
+        "arguments for ctc_loss_gpu)",
+        CENSUS_SOURCES["pytorchocr-ctc-targets-on-cpu"],
+        {"inputs-not-moved"},
+    ),
+    (
         "CPU-only build, torch.cuda.set_device",
         "AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'",
         CENSUS_SOURCES["yolox-fish-cpu-torch-cuda-setdevice"],
