@@ -59,6 +59,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     files.append(File.generated(config, "cli.md", content=_cli_page()))
     files.append(File.generated(config, "json.md", content=_json_page()))
     files.append(File.generated(config, "detectors.md", content=_detectors_page(catalog)))
+    files.append(File.generated(config, "messages.md", content=_messages_page(catalog)))
     files.append(File.generated(config, "training.md", content=training_page(exercises(catalog))))
     # The home page's paste box ranks in the browser from this (docs/javascripts/fixer-match.js), read as a
     # classic script (docs/javascripts/kb-data.js), which a page opened from disk can load where fetch() fails.
@@ -100,6 +101,32 @@ def _detectors_page(catalog: Catalog) -> str:
         "traceback prints and, when the traceback came from your machine, your files around those lines, so "
         "`fixer explain` uses them and the paste box on the home page, which sees only text, does not.\n\n"
         "| detector | reads | finds | entries |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
+def _messages_page(catalog: Catalog) -> str:
+    """PyTorch's own device messages (kb/messages/pytorch.yaml), each with the causes behind it: searching
+    the site for a wording finds the page even where no entry quotes that wording."""
+    rows = []
+    for message in catalog.sources:
+        text = html.escape(message.key.replace("{}", "…"), quote=False).replace("|", "&#124;")
+        where = html.escape(message.where, quote=False).replace("|", "&#124;")
+        causes = (
+            ", ".join(f"[{entry_id}](entries/{entry_id}.md)" for entry_id in message.entries)
+            if message.entries
+            else "not in the KB yet: " + html.escape(message.outside or "", quote=False).replace("|", "&#124;")
+        )
+        rows.append(
+            f"| <code>{text}</code> | {message.raised} | <code>{where}</code> | {', '.join(message.versions)} "
+            f"| {causes} |"
+        )
+    covered = sum(bool(m.entries) for m in catalog.sources)
+    return (
+        "# PyTorch's messages\n\nThe device-placement messages PyTorch raises itself, read from its source by "
+        "`tools/extract_messages.py` (the 1.13.1 and 2.6.0 sources and the 2.13.0 wheel), with the file that raises "
+        f"each and the causes behind it. {covered} of {len(catalog.sources)} name a cause in the KB; "
+        "`…` stands for a value PyTorch splices in (a device, an argument's name).\n\n"
+        "| message | raised as | raised in | versions | causes |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
     )
 
 
