@@ -42,6 +42,12 @@ def export(form: str, output: str) -> int:
     files = _files(form, entries)
     for name, text in files.items():
         _write(out / name, text)
+    if form == "notion":
+        from fixer.output.notion import ZIP, notion_zip
+
+        _write_bytes(out / ZIP, notion_zip(files))
+        print(f"wrote {len(files)} Notion pages to {out}, and {ZIP} to import them", file=sys.stderr)
+        return OK
     print(f"wrote {len(files)} {_WHAT[form]} to {out}", file=sys.stderr)
     return OK
 
@@ -68,6 +74,10 @@ def _files(form: str, entries: Catalog) -> dict[str, str]:
         from fixer.output.confluence import confluence_pages
 
         return confluence_pages(entries)
+    if form == "notion":
+        from fixer.output.notion import notion_pages
+
+        return notion_pages(entries)
     if form == "html":
         from fixer.output.snippets import html_snippets
 
@@ -89,7 +99,12 @@ def _directory(output: str) -> Path:
 
 
 def _write(path: Path, text: str) -> None:
+    _write_bytes(path, text.encode("utf-8"))
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
     try:
-        path.write_text(text, encoding="utf-8", newline="\n")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -10,7 +10,7 @@ from fixer import __version__
 from fixer.cli.common import CliError
 
 DEFAULT_EXAMPLE = "optimizer-state-after-resume"
-EXPORT_FORMATS = ("wiki", "mkdocs", "confluence", "json", "html", "notebooks")
+EXPORT_FORMATS = ("wiki", "mkdocs", "confluence", "notion", "json", "html", "notebooks")
 
 EPILOG = """\
 exit codes: 0 matched / success, 1 no KB entry matches (patch: no automatic patch or nothing to revert;
@@ -264,11 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser(
         "export",
         parents=[shared],
-        help="write the KB as wiki, MkDocs or Confluence pages, one JSON document, HTML snippets or notebooks",
+        help="write the KB as wiki, MkDocs, Confluence or Notion pages, one JSON document, HTML snippets or notebooks",
         description="Write every entry (team directories included) for another home: wiki: a page per entry, "
         "Home.md and _Sidebar.md for a GitHub or GitLab wiki; mkdocs: a page per entry and index.md, linked by "
         "file name, for a folder of a team's MkDocs site; confluence: a page per entry and index.xml in "
-        "Confluence's storage format, the body its REST API takes, linking pages by title; json: one "
+        "Confluence's storage format, the body its REST API takes, linking pages by title; notion: Markdown "
+        "pages under a front page and fixer-kb-notion.zip of them, for Notion's Import (Text & Markdown); json: one "
         "document, fixer-kb.json (schema on the site's Team page); html: a self-contained snippet per entry, "
         "no scripts, nothing loaded, and index.html; "
         "notebooks: a Jupyter notebook per entry whose repro runs on a CPU: the error, why, a copy to fix with a "

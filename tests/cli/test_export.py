@@ -32,6 +32,15 @@ def test_each_format_is_written_with_the_team_entries(form, names, said, tmp_pat
     assert capsys.readouterr().err == f"wrote {len(written)} {said} to {out}\n"
 
 
+def test_notion_gets_its_pages_and_the_zip_to_import(tmp_path, capsys, catalog):
+    out = tmp_path / "out"
+    assert main(["--kb", str(TEAM), "export", "--format", "notion", "-o", str(out)]) == OK
+    assert (out / "PyTorch device errors" / "cuda-out-of-memory.md").is_file()
+    assert (out / "PyTorch device errors.md").is_file() and (out / "fixer-kb-notion.zip").is_file()
+    pages = len(list(out.rglob("*.md")))
+    assert capsys.readouterr().err == f"wrote {pages} Notion pages to {out}, and fixer-kb-notion.zip to import them\n"
+
+
 def test_json_goes_to_stdout_with_a_dash(capsys, catalog):
     assert main(["export", "--format", "json", "-o", "-"]) == OK
     document = json.loads(capsys.readouterr().out)

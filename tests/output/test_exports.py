@@ -22,6 +22,8 @@ from fixer.kb.catalog import Catalog, load
 from fixer.kb.schema import Entry
 from fixer.output.confluence import confluence_pages
 from fixer.output.kb_document import KBDocument, kb_document
+from fixer.output.markdown import FRONT_TITLE
+from fixer.output.notion import notion_pages, notion_zip
 from fixer.output.snippets import INDEX, entry_snippet, html_snippets
 from fixer.output.wiki import HOME, MKDOCS_HOME, SIDEBAR, mkdocs_pages, wiki_pages
 
@@ -139,6 +141,54 @@ def test_wiki_pages_are_plain_github_markdown(merged):
             first_line = example.traceback.strip().splitlines()[0]
             escaped = first_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
             assert re.search(r"<pre><code[^>]*>[^<]*" + re.escape(escaped), rendered), (entry.id, first_line)
+
+
+# What Notion's Markdown import makes blocks of; raw HTML it drops, so a page may hold none.
+_NOTION_BLOCKS = {
+    "heading_open", "heading_close", "paragraph_open", "paragraph_close", "inline", "fence", "code_block",
+    "bullet_list_open", "bullet_list_close", "ordered_list_open", "ordered_list_close", "list_item_open",
+    "list_item_close", "blockquote_open", "blockquote_close", "table_open", "table_close", "thead_open",
+    "thead_close", "tbody_open", "tbody_close", "tr_open", "tr_close", "th_open", "th_close", "td_open",
+    "td_close", "hr",
+}  # fmt: skip
+_NOTION_INLINE = {
+    "text", "code_inline", "softbreak", "hardbreak", "strong_open", "strong_close", "em_open", "em_close",
+    "link_open", "link_close",
+}  # fmt: skip
+
+
+def test_a_notion_import_is_a_front_page_with_the_entries_as_its_sub_pages(merged):
+    pages = notion_pages(merged)
+    assert set(pages) == {f"{FRONT_TITLE}.md"} | {f"{FRONT_TITLE}/{e.id}.md" for e in merged}
+    for name, text in pages.items():
+        folder = Path(name).parent
+        for target in _links(text):
+            if not target.startswith("https://"):
+                assert (folder / unquote(target)).as_posix() in pages, f"{name} links to {target}"
+    front = _links(pages[f"{FRONT_TITLE}.md"])
+    assert {unquote(t) for t in front} >= {f"{FRONT_TITLE}/{e.id}.md" for e in merged}
+
+
+def test_notion_pages_hold_only_what_its_markdown_import_reads_and_open_with_their_title(merged):
+    parser = MarkdownIt("commonmark").enable("table")
+    for name, text in notion_pages(merged).items():
+        tokens = parser.parse(text)
+        assert tokens[0].type == "heading_open" and tokens[0].tag == "h1", name
+        assert {t.type for t in tokens} <= _NOTION_BLOCKS, (name, {t.type for t in tokens} - _NOTION_BLOCKS)
+        inline = {child.type for t in tokens for child in t.children or []}
+        assert inline <= _NOTION_INLINE, (name, inline - _NOTION_INLINE)
+
+
+def test_the_notion_zip_holds_the_pages_and_is_the_same_bytes_each_time(merged):
+    import io
+    import zipfile
+
+    pages = notion_pages(merged)
+    data = notion_zip(pages)
+    assert data == notion_zip(pages)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert archive.testzip() is None
+        assert {n: archive.read(n).decode() for n in archive.namelist()} == pages
 
 
 _LOADING = {"script", "img", "iframe", "link", "object", "embed", "source", "video", "audio", "picture", "frame"}
