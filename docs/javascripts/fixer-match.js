@@ -902,8 +902,11 @@ function extract(data, tb) {
     if (shape) break;
   }
   const g = (name) => (shape ? group(shape, name) : null);
-  const common = g("com") || (g("com_type") ? deviceKind(g("com_type")) : null);
-  const offending = g("off") || (g("off_type") ? deviceKind(g("off_type")) : null);
+  let common = g("com") || (g("com_type") ? deviceKind(g("com_type")) : null);
+  let offending = g("off") || (g("off_type") ? deviceKind(g("off_type")) : null);
+  // Where the wording does not say which side is odd, the CPU one is: a tensor left behind.
+  const leftBehind = common && offending && deviceKind(common) === "cpu" && !["cpu", "dtype"].includes(deviceKind(offending));
+  if (g("either") !== null && leftBehind) [common, offending] = [offending, common];
   const raw = shape ? [common, offending].filter((d) => d) : findall(data.patterns.device_token.source, joined);
   const devices = [...new Set(raw)];
   const kinds = new Set(devices.map(deviceKind));

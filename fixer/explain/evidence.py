@@ -41,10 +41,11 @@ _SHAPES: tuple[re.Pattern[str], ...] = tuple(
         r"'(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
         r"Expected object of type (?P<com_type>[\w.]+) but found type (?P<off_type>[\w.]+) "
         r"for argument #\d+ '(?P<arg>\w+)'",
+        # TensorIterator before 1.6 expected the first operand's device: either side may be the odd one.
         r"expected (?:backend|device) (?P<com_type>[\w:]+) and dtype \w+ but got (?:backend|device) "
-        r"(?P<off_type>[\w:]+) and dtype",
-        rf"expected device (?P<com>{DEVICE}) but got device (?P<off>{DEVICE})",
-        r"expected type (?P<com_type>torch\.[\w.]+) but got (?P<off_type>torch\.[\w.]+)",
+        r"(?P<off_type>[\w:]+) and dtype(?P<either>)",
+        rf"expected device (?P<com>{DEVICE}) but got device (?P<off>{DEVICE})(?P<either>)",
+        r"expected type (?P<com_type>torch\.[\w.]+) but got (?P<off_type>torch\.[\w.]+)(?P<either>)",
         rf"on device (?P<com>{DEVICE}) \(device_ids\[0\]\) but found one of them on device: (?P<off>{DEVICE})",
         rf"can't convert (?P<off>{DEVICE}) device type tensor to numpy",
         r"can't convert (?P<off_type>CUDA) tensor to numpy",
@@ -139,6 +140,9 @@ def extract(tb: Traceback, *, read_code: bool = True, read_files: bool = True) -
     groups = shape.groupdict() if shape else {}
     common = groups.get("com") or _kind_or_none(groups.get("com_type"))
     offending = groups.get("off") or _kind_or_none(groups.get("off_type"))
+    if groups.get("either") is not None and common and offending and _left_behind(common, offending):
+        # Where the wording does not say which side is odd, the CPU one is: a tensor left behind.
+        common, offending = offending, common
     devices = _distinct([d for d in (common, offending) if d] if shape else _DEVICE_TOKEN.findall(joined))
     kinds = {device_kind(d) for d in devices}
     # Legacy type/backend sentences fire for dtype-only mismatches too: same device on both sides.
@@ -178,6 +182,10 @@ def _facts(frames: tuple[Frame, ...], text: str, read_files: bool) -> dict[str, 
     from fixer.explain.detectors import Code, detect
 
     return detect(Code.of(frames, text, read_files=read_files))
+
+
+def _left_behind(common: str, offending: str) -> bool:
+    return device_kind(common) == "cpu" and device_kind(offending) not in ("cpu", "dtype")
 
 
 def _kind_or_none(type_name: str | None) -> str | None:

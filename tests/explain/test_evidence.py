@@ -82,6 +82,26 @@ def facts(line: str):
             None,
             "embedding",
         ),
+        # TI-1.2 and TI-2018 (shared/MESSAGES.md §1a): the wording names the first operand's device as the
+        # expected one, so either side may be odd; the CPU one is taken for it, whichever side it is on.
+        # https://github.com/qfgaohao/pytorch-ssd/issues/78
+        (
+            "RuntimeError: expected device cpu and dtype Float but got device cuda:0 and dtype Float",
+            ("cuda", "cpu"),
+            "cpu",
+            None,
+            None,
+        ),
+        # https://github.com/BindsNET/bindsnet/issues/238
+        (
+            "RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",
+            ("cuda", "cpu"),
+            "cpu",
+            None,
+            None,
+        ),
+        # https://github.com/sgrvinod/a-PyTorch-Tutorial-to-Object-Detection/issues/26
+        ("RuntimeError: expected device cuda:0 but got device cpu", ("cuda:0", "cpu"), "cpu", None, None),
     ],
 )
 def test_device_facts_from_each_message_shape(line, devices, offending, argument, op):

@@ -73,3 +73,25 @@ def test_more_evidence_never_removes_a_candidate(item, matcher):
     framed = f"Traceback (most recent call last):\n{OPTIMIZER_FRAMES}{item['traceback']}"
     after = {m.id for m in matcher.explain(framed).matches}
     assert before <= after, f"dropped {sorted(before - after)}"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",  # 1.0
+        "RuntimeError: expected device cpu and dtype Float but got device cuda:0 and dtype Float",  # 1.2
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+    ],
+)
+def test_an_old_wording_lets_the_code_on_disk_decide_as_the_new_one_does(tmp_path, matcher, message):
+    """Issue 24: with TensorIterator's wordings before 1.6 no code-reading cause was a candidate."""
+    model = tmp_path / "model.py"
+    model.write_text(
+        "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        mask = torch.ones(x.shape[0], 4)\n        return self.lin(x) * mask\n"
+    )
+    frame = f'  File "{model}", line 7, in forward\n    return self.lin(x) * mask\n'
+    pasted = f"Traceback (most recent call last):\n{frame}{message}\n"
+    explained = matcher.explain(pasted)
+    assert explained.evidence.offending_kind == "cpu"
+    assert explained.matches[0].id == "tensor-created-without-device"
