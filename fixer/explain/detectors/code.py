@@ -142,16 +142,61 @@ class Scope:
         return [c for c in syntax.calls(self.failing) if c.lineno <= self.line <= (c.end_lineno or c.lineno)]
 
     @cached_property
+    def conditional(self) -> frozenset[int]:
+        """The statements (by `id`) that run only when a condition holds that the failing line does not
+        share: under an `if` or `while`, in an `except` or a `match` case, not around the failing line.
+        A move under `if args.cuda:` may not have run when the failing line did."""
+        found: set[int] = set()
+        for root in self.around:
+            for node in ast.walk(root):
+                for block in _guarded_blocks(node):
+                    end = max((s.end_lineno or s.lineno) for s in block)
+                    if not block[0].lineno <= self.line <= end:
+                        found.update(id(s) for stmt in block for s in ast.walk(stmt) if isinstance(s, ast.stmt))
+        return frozenset(found)
+
+    def may_run_before(self, statement: ast.stmt) -> bool:
+        """Whether a statement can run before the failing line: it comes first, or a loop around both
+        runs it on the way round."""
+        if statement.lineno <= self.line:
+            return True
+        return any(
+            isinstance(loop, ast.For | ast.While | ast.AsyncFor)
+            and loop.lineno <= self.line <= (loop.end_lineno or loop.lineno)
+            and loop.lineno <= statement.lineno <= (loop.end_lineno or loop.lineno)
+            for root in self.around
+            for loop in ast.walk(root)
+        )
+
+    @cached_property
     def moved_before(self) -> dict[str, int]:
-        """Names moved before the failing line (`m.to(d)`, `m = m.cuda()`, `m = Net().to(d)`), with where."""
-        moved: dict[str, int] = {}
+        """Names surely moved before the failing line: `maybe_moved_before` less the moves that ran only
+        under a condition the failing line does not share."""
+        return {name: line for name, (line, guarded) in self._moves.items() if not guarded}
+
+    @cached_property
+    def maybe_moved_before(self) -> dict[str, int]:
+        """Names moved before the failing line (`m.to(d)`, `m = m.cuda()`, `m = Net().to(d)`), with where,
+        under a condition or not: what a detector that says "never moved" must rule out."""
+        return {name: line for name, (line, _) in self._moves.items()}
+
+    @cached_property
+    def _moves(self) -> dict[str, tuple[int, bool]]:
+        """Each name's last move before the failing line, and whether a condition guarded it; an
+        unguarded move is kept over a later guarded one."""
+        moved: dict[str, tuple[int, bool]] = {}
         for statement in self.before:
+            guarded = id(statement) in self.conditional
+            names = []
             if isinstance(statement, ast.Expr) and (name := syntax.moved(statement.value)):
-                moved[name] = statement.lineno
+                names.append(name)
             value = syntax.value_of(statement)
             if value is not None and syntax.is_move(value):
-                for target in syntax.assigned_names(statement):
-                    moved[target] = statement.lineno
+                names += syntax.assigned_names(statement)
+            for name in names:
+                earlier = moved.get(name)
+                if earlier is None or not guarded or earlier[1]:
+                    moved[name] = (statement.lineno, guarded)
         return moved
 
     @cached_property
@@ -176,6 +221,15 @@ class Scope:
 
     def where(self, node: ast.AST) -> str:
         return f"{self.file}:{getattr(node, 'lineno', self.line)}"
+
+
+def _guarded_blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists under `node` that run only when a condition holds."""
+    if isinstance(node, ast.If):
+        return [b for b in (node.body, node.orelse) if b]
+    if isinstance(node, ast.While | ast.ExceptHandler | ast.match_case):
+        return [node.body] if node.body else []
+    return []
 
 
 @dataclass(frozen=True)

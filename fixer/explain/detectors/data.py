@@ -45,6 +45,8 @@ def factory_without_device_in_forward(code: Code) -> Iterator[str]:
         if function is None or not _PER_STEP.fullmatch(function.name):
             continue
         for statement in syntax.statements(function):
+            if not scope.may_run_before(statement):
+                continue  # made after the failing line: it had no part in the failure
             for call, made in _unplaced_factories(statement, scope, statement):
                 yield f"{scope.where(call)}: `torch.{made}(...)` in `{function.name}()` has no device="
 
@@ -53,7 +55,7 @@ def factory_without_device_in_forward(code: Code) -> Iterator[str]:
     "factory-meets-moved-on-failing-line",
     reads="your files or the code pasted",
     finds="the failing statement uses a tensor made by a torch factory with no device= next to one the code "
-    "moved or made on a device (a script or a REPL session as it ran)",
+    "made and put on a device itself (a script or a REPL session as it ran)",
 )
 def factory_meets_moved_on_failing_line(code: Code) -> Iterator[str]:
     for scope in code.showing:
@@ -66,7 +68,7 @@ def factory_meets_moved_on_failing_line(code: Code) -> Iterator[str]:
             value = syntax.value_of(source) if source is not None else None
             if source is None or value is None:
                 continue
-            if syntax.placed(value):
+            if syntax.placed(value) and _makes_a_tensor(value, scope):
                 moved.append(f"`{name}` (line {source.lineno})")
             elif any(True for _ in _unplaced_factories(value, scope, source)):
                 made.append(f"`{name}` (line {source.lineno})")
@@ -95,6 +97,13 @@ def cpu_index_to_indexing_op(code: Code) -> Iterator[str]:
                 on_cpu.pop(target, None)
                 if value is not None and _on_cpu(value, scope, statement):
                     on_cpu[target] = statement.lineno
+
+
+def _makes_a_tensor(value: ast.expr, scope: Scope) -> bool:
+    """The value is a tensor this code builds with a torch factory (`torch.randn(...).cuda()`), not one
+    that comes from elsewhere (a model's output, a batch): two tensors the code builds itself, one with
+    a device and one without, are a tensor made without one; a batch beside them is data not moved."""
+    return any(syntax.factory(call, scope.names) is not None for call in syntax.calls(value))
 
 
 def _on_cpu(value: ast.expr, scope: Scope, statement: ast.stmt) -> bool:

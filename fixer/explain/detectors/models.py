@@ -56,7 +56,7 @@ def _passed_down_unmoved(scopes: tuple[Scope, ...], index: int, name: str, calle
             return
         name, index = argument, index + 1
         outer = scopes[index]
-        if name in outer.moved_before:
+        if name in outer.maybe_moved_before:
             return
         if any(name in syntax.assigned_names(s) for s in outer.before):  # built here, not passed in
             made = _made_as_model(outer, name, named_like_one=False)
@@ -86,7 +86,7 @@ def _passed_for(caller: Scope, function: syntax.Function, parameter: str) -> str
 
 def _left_behind(scope: Scope, name: str) -> bool:
     """The code around the line moves something to a device, but not `name`, and sets no default device."""
-    return _moves_something(scope) and not _sets_a_default_device(scope) and name not in scope.moved_before
+    return _moves_something(scope) and not _sets_a_default_device(scope) and name not in scope.maybe_moved_before
 
 
 def _moves_something(scope: Scope) -> bool:
