@@ -106,7 +106,8 @@ def _detectors_page(catalog: Catalog) -> str:
 
 def _messages_page(catalog: Catalog) -> str:
     """PyTorch's own device messages (kb/messages/pytorch.yaml), each with the causes behind it: searching
-    the site for a wording finds the page even where no entry quotes that wording."""
+    the site for a wording finds the page even where no entry quotes that wording, after the entries
+    that do."""
     rows = []
     for message in catalog.sources:
         text = html.escape(message.key.replace("{}", "…"), quote=False).replace("|", "&#124;")
@@ -122,6 +123,8 @@ def _messages_page(catalog: Catalog) -> str:
         )
     covered = sum(bool(m.entries) for m in catalog.sources)
     return (
+        # Below the entries in the search: a wording's entry, not this list, should come first.
+        "---\nsearch:\n  boost: 0.1\n---\n\n"
         "# PyTorch's messages\n\nThe device-placement messages PyTorch raises itself, read from its source by "
         "`tools/extract_messages.py` (the 1.13.1 and 2.6.0 sources and the 2.13.0 wheel), with the file that raises "
         f"each and the causes behind it. {covered} of {len(catalog.sources)} name a cause in the KB; "
