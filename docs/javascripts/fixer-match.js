@@ -502,20 +502,19 @@ function tolerantMessage(data, lines) {
     looked++;
     if (looked > data.constants.TOLERANT_LINES) return null;
     if (readTolerantly(data, line).length) {
-      let end = start + 1;
-      while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
       const typed = matchAt(data.patterns.typed_line.source, line);
-      const first = typed ? group(typed, "message") : line;
-      const message = strip(data, [first, ...lines.slice(start + 1, end)].join("\n"));
-      return {
-        type: typed ? group(typed, "type") : null,
-        message: codePoints(message, data.constants.MAX_MESSAGE_CHARS),
-        frames: [],
-        compiledFrames: [],
-      };
+      return paragraph(data, lines, start, typed ? group(typed, "message") : line, typed ? group(typed, "type") : null);
     }
   }
   return null;
+}
+
+/** parse.py's _paragraph: a message from line `start` to the end of its paragraph. */
+function paragraph(data, lines, start, first, type) {
+  let end = start + 1;
+  while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
+  const message = strip(data, [first, ...lines.slice(start + 1, end)].join("\n"));
+  return { type, message: codePoints(message, data.constants.MAX_MESSAGE_CHARS), frames: [], compiledFrames: [] };
 }
 
 /** Matcher._tolerant_signatures: per entry number, its reason, where no signature reads the message as written. */
@@ -549,16 +548,8 @@ function knownAt(data, lines, find) {
   for (let start = lines.length - 1; start >= 0; start--) {
     const hit = find(data.known_messages, lines[start]) || knownAcrossWrap(data, lines, start, find);
     if (hit) {
-      let end = start + 1;
-      while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
       const typed = search(data.patterns.type_before.source, lines[start].slice(0, hit.index));
-      const message = strip(data, [lines[start].slice(hit.index), ...lines.slice(start + 1, end)].join("\n"));
-      return {
-        type: typed ? group(typed, "type") : null,
-        message: codePoints(message, data.constants.MAX_MESSAGE_CHARS),
-        frames: [],
-        compiledFrames: [],
-      };
+      return paragraph(data, lines, start, lines[start].slice(hit.index), typed ? group(typed, "type") : null);
     }
   }
   return null;

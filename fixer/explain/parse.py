@@ -202,14 +202,20 @@ def _tolerant_message(lines: list[str], tolerant: Callable[[str], bool]) -> Rais
         if looked > _TOLERANT_LINES:
             return None
         if tolerant(line):
-            end = start + 1
-            while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
-                end += 1
             typed = _TYPED_LINE.match(line)
             first = typed.group("message") if typed else line
-            message = "\n".join([first, *lines[start + 1 : end]]).strip()
-            return RaisedException(type=typed.group("type") if typed else None, message=message[:MAX_MESSAGE_CHARS])
+            return _paragraph(lines, start, first, typed.group("type") if typed else None)
     return None
+
+
+def _paragraph(lines: list[str], start: int, first: str, type_: str | None) -> RaisedException:
+    """A message found at line `start` (from `first`, that line's text from where it starts) to the end of
+    its paragraph, as an exception of `type_`."""
+    end = start + 1
+    while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
+        end += 1
+    message = "\n".join([first, *lines[start + 1 : end]]).strip()
+    return RaisedException(type=type_, message=message[:MAX_MESSAGE_CHARS])
 
 
 def _known_at(lines: list[str], known: AnyOf, *, ignore_case: bool) -> RaisedException | None:
@@ -218,12 +224,8 @@ def _known_at(lines: list[str], known: AnyOf, *, ignore_case: bool) -> RaisedExc
             lines, start, known, ignore_case=ignore_case
         )
         if hit:
-            end = start + 1
-            while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
-                end += 1
             typed = _TYPE_BEFORE.search(lines[start][: hit.start()])
-            message = "\n".join([lines[start][hit.start() :], *lines[start + 1 : end]]).strip()
-            return RaisedException(type=typed.group("type") if typed else None, message=message[:MAX_MESSAGE_CHARS])
+            return _paragraph(lines, start, lines[start][hit.start() :], typed.group("type") if typed else None)
     return None
 
 
