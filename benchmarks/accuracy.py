@@ -25,7 +25,7 @@ from rapidfuzz import fuzz
 from fixer.explain.match import Matcher
 from fixer.explain.parse import clean
 from fixer.kb.catalog import Catalog, load
-from fixer.kb.evaluate import Ranker, Score, evaluate, load_corpus
+from fixer.kb.evaluate import NEW_CAUSE, Ranker, Score, evaluate, load_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
@@ -83,7 +83,6 @@ CORPORA = {
     "unseen, holdout half": ROOT / "benchmarks/unseen/holdout.yaml",
     "census": ROOT / "benchmarks/census/census.yaml",
 }
-NEW = "new:"  # a census label for a cause no entry has yet
 
 
 def main() -> int:
@@ -104,7 +103,7 @@ def main() -> int:
             parts = {}
             for half in sorted({item.half for item in items if item.half}, reverse=True):
                 chosen = [item for item in items if item.half == half]
-                covered = [item for item in chosen if not item.expect[0].startswith(NEW)]
+                covered = [item for item in chosen if not item.expect[0].startswith(NEW_CAUSE)]
                 coverage.append(f"{name}, {half} half: {len(covered)} of {len(chosen)} threads' causes have an entry")
                 parts[f"{half} half, covered"] = covered
                 parts[f"{half} half, covered, decidable"] = [item for item in covered if item.decidable]

@@ -106,17 +106,24 @@ def gloo(tmp_path: Path) -> Iterator[None]:
 def missing_imports(code: str, loads: Iterable[str] = ()) -> list[str]:
     """The top-level packages `code` imports, or that the libraries it calls `loads` on their own, that
     are not installed here: a repro of a library's error (bitsandbytes, keras) cannot show it without that
-    library."""
+    library. A module the code writes itself (a `name.py` it creates, standing in for an installed
+    library or an app's plug-in) is not missing."""
+    tree = ast.parse(code)
+    written = {
+        Path(node.value).stem
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".py")
+    }
     tops = set(loads) | {
         name.split(".")[0]
-        for node in ast.walk(ast.parse(code))
+        for node in ast.walk(tree)
         for name in (
             [a.name for a in node.names] if isinstance(node, ast.Import)
             else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
             else []
         )
     }  # fmt: skip
-    return sorted(top for top in tops if importlib.util.find_spec(top) is None)
+    return sorted(top for top in tops - written if importlib.util.find_spec(top) is None)
 
 
 def first_causes(report: str) -> list[str]:

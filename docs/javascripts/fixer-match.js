@@ -995,7 +995,8 @@ function similarity(data, found, all, k) {
 /** fixer/explain/priors.py: key() and lookup(). */
 function priorKey(data, message) {
   const p = data.patterns;
-  const words = message.split(rx(p.space.source + "+", "gu")).filter((w) => w).join(" ");
+  const unquoted = message.trim().replace(/^`+|`+$/gu, ""); // a message pasted as inline code
+  const words = unquoted.split(rx(p.space.source + "+", "gu")).filter((w) => w).join(" ");
   const text = sub(p.space_before_punctuation.source, normalise(data, words.toLowerCase()).toLowerCase(), "");
   return sub(p.type_prefix.source, text, "");
 }

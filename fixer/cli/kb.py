@@ -128,13 +128,13 @@ def accuracy(corpus: str, *, misses: bool, as_json: bool, color: ColorChoice = "
 def priors(corpora: list[str], output: str | None) -> int:
     from fixer.explain import priors as counted
     from fixer.explain.match import Matcher
-    from fixer.kb.evaluate import CorpusError, load_corpus
+    from fixer.kb.evaluate import CorpusError, countable, load_corpus
 
     matcher = Matcher(catalog())
     labelled: list[tuple[str, tuple[str, ...]]] = []
     for corpus in corpora:
         try:
-            labelled.extend((item.text, item.expect) for item in load_corpus(Path(corpus)))
+            labelled.extend((item.text, item.expect) for item in load_corpus(Path(corpus)) if countable(item))
         except CorpusError as exc:
             raise CliError(f"cannot read the corpus {corpus}: {exc}") from None
 

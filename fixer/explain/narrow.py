@@ -143,11 +143,13 @@ def information(matches: Sequence[Match], question: Question) -> float:
 
 
 def next_question(
-    matches: Sequence[Match], questions: Iterable[Question], answered: Iterable[Answer] = ()
+    matches: Sequence[Match], questions: Iterable[Question], answered: Iterable[Answer] = (), worth: float = WORTH
 ) -> Question | None:
     """The unanswered question expected to do most for the first place, among those an answer to which
-    would change the first place or settle the ranking and that are expected to add at least `WORTH` to
-    its chance of being right: any other is not worth the person's time. None when none is left."""
+    would change the first place or settle the ranking and that are expected to add at least `worth` to
+    its chance of being right: any other is not worth the person's time. None when none is left. A
+    `worth` of 0 asks whatever could still change the first place, as a person who keeps answering would
+    be asked: what the lint uses to check that each cause can be reached."""
     if not matches:
         return None
     done = {a.question.fact for a in answered}
@@ -160,7 +162,7 @@ def next_question(
         if not any(first(o) != leader or settled(o) for o in outcomes):
             continue
         gain = information(matches, question)
-        if gain < WORTH:
+        if gain < worth:
             continue
         if best is None or gain > best[0] + 1e-9:
             best = (gain, question)
@@ -179,16 +181,18 @@ def interview(
     ask: Callable[[Question], bool | None],
     limit: int = 3,
     answered: Sequence[Answer] = (),
+    worth: float = WORTH,
 ) -> Narrowed:
     """Ask until one cause clearly leads, `limit` questions are spent, or nothing left is worth asking.
     `ask` returns yes, no or None for "don't know", and raises EOFError (as `input` does at the end of
     input) when the person wants no more questions: what was learned so far is kept. `answered` are
-    the answers already known (what the user's project shows), not asked again."""
+    the answers already known (what the user's project shows), not asked again; `worth` is
+    `next_question`'s."""
     current = list(matches)
     answers = list(answered)
     asked = 0
     while asked < limit and current and not settled(current):
-        question = next_question(current, questions, answers)
+        question = next_question(current, questions, answers, worth)
         if question is None:
             break
         try:

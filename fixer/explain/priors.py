@@ -38,7 +38,7 @@ class Prior:
 
 
 _TYPE_PREFIX = re.compile(r"^(?:[a-z_][\w.]*(?:error|exception)\s*:\s*)+")
-_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[,.!?;:])")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[,.!?;:])|(?<=\w)\s+(?=\(\))")  # "is_available ()" retyped
 # Other accelerators (and meta, which tests and deferred loading put where a GPU would be) meet the CPU
 # for the same reasons CUDA does; their own cases are too few to count.
 _ACCELERATORS = re.compile(r"<(?:mps|xpu|npu|hpu|xla|meta)>")
@@ -48,6 +48,7 @@ _CHECKING_CLAUSE = re.compile(r"\s*\(when checking argument[^()]*\)$")
 def key(message: str) -> str:
     """Messages that differ only in ordinals, numbers, paths, case, line wrapping, CUDA's boilerplate
     or an exception type typed into the message share a key."""
+    message = message.strip().strip("`")  # a message pasted as inline code
     text = _SPACE_BEFORE_PUNCTUATION.sub("", normalise(" ".join(message.split()).casefold()).casefold())
     return _TYPE_PREFIX.sub("", text)
 
@@ -69,12 +70,13 @@ def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[
     """Causes per message key. `labelled` yields (traceback text, its causes): the items of corpora
     gathered by searching public threads for the messages themselves, so their causes come in the
     proportions users meet them (the KB's examples do not: each entry collects its own). A traceback
-    labelled with several causes counts for none, since it does not say which one was behind it."""
+    labelled with several causes counts for none, since it does not say which one was behind it. Other
+    accelerators' cases count as CUDA's, as `lookup` reads them."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for text, causes in labelled:
         message = message_of(text) if len(causes) == 1 else ""
         if message:
-            counts[key(message)][causes[0]] += 1
+            counts[_ACCELERATORS.sub("<cuda>", key(message))][causes[0]] += 1
     # Only messages behind more than one cause need a prior; one cause alone is a signature's job.
     return {k: c for k, c in sorted(counts.items()) if len(c) > 1}
 

@@ -78,6 +78,15 @@ class Score:
     misses: list[tuple[str, tuple[str, ...], list[str]]] = field(default_factory=list)
 
 
+NEW_CAUSE = "new:"  # a census label for a cause no entry has yet
+
+
+def countable(item: Labelled) -> bool:
+    """Whether an item may be counted into what fixer learns (priors): a holdout item is only ever
+    scored, or fixer would be tuned on its own test; a `new:` label names a cause no entry has."""
+    return item.half != "holdout" and not any(cause.startswith(NEW_CAUSE) for cause in item.expect)
+
+
 def load_corpus(path: Path) -> list[Labelled]:
     """The labelled items; unlabelled ones (no `expect`) are kept in the file for people, not scored."""
     try:

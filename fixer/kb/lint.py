@@ -231,8 +231,9 @@ def _examples_rank_first(
 ) -> list[Problem]:
     """Each real example puts its own entry first: the KB's regression test. An example whose text
     cannot decide (`ambiguous`) may rank lower, as its priors say, but must stay within reach of the
-    follow-up questions; and where the text leaves the ranking open, answering every question as the
-    entry's own `facts` say must bring it first: each cause is reachable by some sequence of answers."""
+    follow-up questions; and where the text leaves the ranking open, answering every question that could
+    still change the first place as the entry's own `facts` say must bring it first: each cause is
+    reachable by some sequence of answers."""
     live = {e.id: e for e in entries if not e.retired}
     catalog = Catalog(entries=live, root=root, files={entry_id: files[entry_id] for entry_id in live}, facts=facts)
     matcher = Matcher(catalog)
@@ -248,7 +249,7 @@ def _examples_rank_first(
                 place = "in the top 3 or among the close causes" if example.ambiguous else "first"
                 problems.append(Problem(names[entry.id], f"{where} is not {place}: {got}"))
             elif not settled(matches):
-                found = interview(matches, result.questions, partial(_as_cause_says, entry), limit=len(facts))
+                found = interview(matches, result.questions, partial(_as_cause_says, entry), limit=len(facts), worth=0)
                 if first(found.matches) != entry.id:
                     got = ", ".join(m.id for m in found.matches[:3]) or "nothing"
                     problems.append(

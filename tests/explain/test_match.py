@@ -43,7 +43,10 @@ def test_dev_corpus_accuracy(matcher, catalog):
     # only paste is in the top 3 but not first, which is all its text can say (issue 10: no project fingerprints).
     # Top-3 was 0.98 while the priors were counted from 60 + 58 threads; counted from 86 more, the bare messages
     # of two rarer causes (an exported program, a resumed optimizer) rank fourth, as often as users meet them.
-    assert overall.top1_rate >= 0.81, f"top-1 {overall.top1_rate:.2f}; misses:\n{misses}"
+    # 0.82 until the priors counted the census's tune half too (163 more threads): the bare "cuda:0 and cpu!"
+    # is then led by a tensor made without device= (8 of 35) over inputs left on the CPU (6), and one
+    # frames-only paste whose failing line adds a NumPy-built mask goes from the one to the other.
+    assert overall.top1_rate >= 0.80, f"top-1 {overall.top1_rate:.2f}; misses:\n{misses}"
     assert overall.top3_rate >= 0.95, f"top-3 {overall.top3_rate:.2f}; misses:\n{misses}"
 
 

@@ -526,14 +526,14 @@ VARIANTS = [
         "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
         "installed a driver from http://www.nvidia.com/Download/index.aspx",
         "https://github.com/facebookresearch/pytorch3d/issues/1259",
-        {"torch-not-compiled-with-cuda"},
+        {"cuda-requested-without-gpu"},
     ),
     (
         "no NVIDIA driver 2",
         "UserWarning: CUDA initialization: Found no NVIDIA driver on your system. Please check that you have "
         "an NVIDIA GPU and installed a driver",
         "https://github.com/HIT-SCIR/ltp/issues/468",
-        {"torch-not-compiled-with-cuda"},
+        {"cuda-requested-without-gpu"},
     ),
     (
         "no CUDA GPUs",

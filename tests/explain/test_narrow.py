@@ -225,7 +225,8 @@ def test_answers_against_every_known_cause_end_beyond_the_kb(matcher: Matcher, c
 def test_truthful_answers_lead_every_open_kb_example_to_its_own_entry(matcher: Matcher, catalog: Catalog):
     """What the questions are for: on every KB example the text leaves open, answering as a person whose
     run had the example's cause would (what the entry says, else the likelier answer in any run) brings
-    that cause first, and keeps it in the top 3 within the default three questions."""
+    that cause first (asked whatever could still change the first place), and keeps it in the top 3 within
+    the default three questions, as fixer asks them (a cause tied on score with the third is as high as it)."""
     opened = 0
     for entry in catalog:
         for example in entry.examples:
@@ -234,10 +235,12 @@ def test_truthful_answers_lead_every_open_kb_example_to_its_own_entry(matcher: M
                 continue
             opened += 1
             ask = _as_cause_says(catalog, entry.id)
-            unlimited = interview(result.matches, result.questions, ask, limit=len(result.questions))
+            unlimited = interview(result.matches, result.questions, ask, limit=len(result.questions), worth=0)
             assert first(unlimited.matches) == entry.id, example.source
             three = interview(result.matches, result.questions, ask)
-            assert entry.id in [m.id for m in three.matches[:3]], example.source
+            score = next((m.score for m in three.matches if m.id == entry.id), -1)
+            ahead = sum(m.score > score for m in three.matches)  # causes tied with it share its place
+            assert score >= 0 and ahead < 3, example.source
     assert opened
 
 
@@ -348,4 +351,4 @@ def test_a_question_mark_says_how_to_find_the_answer_and_asks_again(bare_file: P
     said = b" ".join(re.sub(rb"\x1b\[[0-9;]*m", b"", output).split())
     assert b"How to find out: " + " ".join(question.check.split()).encode() in said
     assert output.count(question.ask.encode()) >= 1
-    assert f"you answered no: {question.ask}".encode() in said
+    assert f"answered no: {question.ask}".lower().encode() in said.lower()  # in a reason, or the answers' summary

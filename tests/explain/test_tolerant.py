@@ -102,6 +102,6 @@ def test_an_inexact_reading_weighs_no_more_than_a_catalogue_message() -> None:
 def test_a_message_pytorch_prints_whose_cause_the_kb_lacks_is_said_so_not_read_as_a_near_one(
     matcher: Matcher,
 ) -> None:
-    explained = matcher.explain("ValueError: Expected a cuda device, but got: cpu")
+    explained = matcher.explain("ValueError: Expected a cuda or cpu device, but got: mps")
     assert explained.matches == []
     assert explained.outside is not None and explained.outside.where.startswith("torch/cuda/")

@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import CORPUS, ROOT
 
-from fixer.kb.evaluate import CorpusError, Labelled, evaluate, load_corpus
+from fixer.kb.evaluate import CorpusError, Labelled, countable, evaluate, load_corpus
 
 # https://github.com/FoundationVision/VAR/issues/127
 VAR = (
@@ -33,6 +33,15 @@ def test_unlabelled_items_are_skipped_and_numeric_ids_kept(tmp_path):
         )
     )
     assert load_corpus(corpus) == [Labelled(id="127", text=VAR, expect=("optimizer-state-after-resume",))]
+
+
+def test_only_tune_items_of_known_causes_are_counted_into_what_fixer_learns(tmp_path):
+    corpus = tmp_path / "census.yaml"
+    rows = [("tune", "optimizer-state-after-resume"), ("holdout", "optimizer-state-after-resume"), ("tune", "new:x")]
+    corpus.write_text(
+        json.dumps([{"id": n, "traceback": VAR, "expect": cause, "half": half} for n, (half, cause) in enumerate(rows)])
+    )
+    assert [item.id for item in load_corpus(corpus) if countable(item)] == ["0"]
 
 
 def test_a_utf16_corpus_with_a_bom_loads(tmp_path):

@@ -199,6 +199,42 @@ def tensor_attribute_not_buffer(code: Code) -> Iterator[str]:
                         yield f"{where}: `{target}` holds a tensor made by torch.{made}(...) as a plain attribute"
 
 
+@detector(
+    "device-stored-on-self",
+    reads="your files",
+    finds="a class stores a device in an attribute when it is built and places tensors with it later",
+)
+def device_stored_on_self(code: Code) -> Iterator[str]:
+    for scope, cls in _classes(code):
+        methods = [node for node in cls.body if isinstance(node, ast.FunctionDef)]
+        if any(_is_property(m) and "device" in m.name for m in methods):
+            continue  # a `device` property reads the parameters each time, and follows every move
+        stored = {
+            target.removeprefix("self."): statement
+            for method in methods
+            if method.name == "__init__"
+            for statement in syntax.all_statements(method)
+            for target in syntax.assigned_names(statement)
+            if target.startswith("self.") and target.count(".") == 1 and "device" in target
+        }
+        for method in (m for m in methods if m.name != "__init__"):
+            for call in syntax.calls(method):
+                placed = syntax.keyword(call, "device")
+                if placed is None and isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda"):
+                    placed = call.args[0] if call.args else None
+                name = (syntax.dotted(placed) or "") if placed is not None else ""
+                if name.startswith("self.") and name.removeprefix("self.") in stored:
+                    built = scope.where(stored[name.removeprefix("self.")])
+                    yield f"{scope.where(call)}: places a tensor on `{name}`, stored when the module was built, {built}"
+
+
+_PROPERTIES = ("property", "cached_property", "functools.cached_property")
+
+
+def _is_property(method: ast.FunctionDef) -> bool:
+    return any(syntax.dotted(decorator) in _PROPERTIES for decorator in method.decorator_list)
+
+
 def _made_by_factory(value: ast.expr, local: dict[str, ast.expr], names: dict[str, str], depth: int = 3) -> str | None:
     """The torch factory a value is made by, directly or through the method's own local names
     (`steps = torch.arange(n)`, then `self.table = torch.sin(steps / rate)`)."""
