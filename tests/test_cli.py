@@ -136,8 +136,8 @@ def test_dtype_only_mismatch_is_called_out_as_not_a_device_error():
 
 
 def test_a_pytorch_message_the_kb_lacks_says_where_pytorch_raises_it():
-    """A real check of torch/cuda/_utils.py (a CUDA API handed a CPU device), for which no entry exists."""
-    stdin = "ValueError: Expected a cuda device, but got: cpu\n"
+    """A real check of torch/cuda/_utils.py (a CUDA API handed another kind of device), for which no entry exists."""
+    stdin = "ValueError: Expected a cuda or cpu device, but got: mps\n"
     text = fixer("explain", "--color", "never", "-", stdin=stdin)
     assert text.returncode == NO_MATCH
     assert b"PyTorch's own message, not in the KB yet" in text.stdout and b"torch/cuda/_utils.py" in text.stdout

@@ -1098,8 +1098,38 @@ function rank(data, ev) {
     const m = score(data, entry, ev, found[k], found, k, signatures[k], counted[entry.id]);
     if (m) matches.push(m);
   });
-  matches.sort((a, b) => b.score - a.score || b.wording - a.wording || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  if (!matches.length && ev.message && unreadDeviceMessage(data, ev.message)) {
+    for (const [k, reason] of nearest(data, found)) {
+      const m = score(data, data.entries[k], ev, found[k], found, k, reason, counted[data.entries[k].id]);
+      if (m) matches.push(m);
+    }
+  }
+  matches.sort(byRank);
   return matches;
+}
+
+/** Matcher._unread_device_message: a message about devices that nothing read and that is not outside the KB. */
+function unreadDeviceMessage(data, message) {
+  const outside = (data.outside || []).some((pattern) => search(pattern, message));
+  return Boolean(search(data.patterns.device_words.source, message.toLowerCase())) && !outside;
+}
+
+/** Matcher._nearest: the causes whose real cases the message is nearest to, a few points each. */
+function nearest(data, found) {
+  const c = data.constants;
+  const order = found
+    .map((f, k) => [f, k])
+    .filter(([f]) => f !== null)
+    .sort((a, b) => b[0][0] - a[0][0] || byId(data.entries[a[1]].id, data.entries[b[1]].id))
+    .slice(0, c.NEAREST);
+  return order.map(([[r, source], k]) => {
+    const text = `nothing in the KB reads this message; it is ${roundHalfEven(r)}% like a case of this cause (${source})`;
+    return [k, { text, points: Math.max(1, roundHalfEven((c.NEAREST_POINTS * r) / 100)) }];
+  });
+}
+
+function byId(a, b) {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 // The follow-up questions (fixer/explain/narrow.py): scores read as log-odds, TEMPERATURE points to a

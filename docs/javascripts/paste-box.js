@@ -89,7 +89,8 @@ function render(results, data, state) {
     parts.push(heading);
   }
   const asked = answered.filter((a) => !a.fromText);
-  const beyond = asked.some((a) => a.reply !== null) && first(data, matches) === null;
+  const replied = asked.some((a) => a.reply !== null);
+  const beyond = first(data, matches) === null && (replied || matches.length > 0);
   if (!matches.length && !beyond) {
     parts.push(element("p", "No entry matches this traceback.", "fixer-paste__note"));
     results.replaceChildren(...parts);
@@ -100,15 +101,19 @@ function render(results, data, state) {
     parts.push(
       element(
         "p",
-        "Probably not in the KB: your answers rule out the causes fixer knows for this message, or leave each less " +
-          "likely than a cause it does not hold. What to check:",
+        replied
+          ? "Probably not in the KB: your answers rule out the causes fixer knows for this message, or leave each " +
+              "less likely than a cause it does not hold. What to check:"
+          : "Probably not in the KB: nothing in it reads this message; the causes below are only those whose real " +
+              "cases it is worded most like. What to check:",
         "fixer-paste__beyond",
       ),
     );
     const steps = element("ol");
     for (const step of BEYOND_STEPS) steps.append(element("li", step));
     parts.push(steps);
-    if (matches.length) parts.push(element("p", "Still possible, though less likely:", "fixer-paste__note"));
+    const heading = replied ? "Still possible, though less likely:" : "Worded most like the cases of:";
+    if (matches.length) parts.push(element("p", heading, "fixer-paste__note"));
   }
   if (matches.length) parts.push(matchList(matches));
   const question =

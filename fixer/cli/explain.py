@@ -84,7 +84,13 @@ def explain_text(
         return OK if result.traceback is None or exit_zero else FAILED_LOG
     if result.traceback is None:
         return NO_TRACEBACK
-    return OK if result.matches else NO_MATCH
+    return OK if read_by_kb(result) else NO_MATCH
+
+
+def read_by_kb(result: Explanation) -> bool:
+    """Whether an entry matched: the nearest causes offered for a message nothing reads are suggestions,
+    and a script sees them as no match, as before they were offered."""
+    return any(not m.nearest for m in result.matches)
 
 
 def can_ask(*, no_input: bool) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,9 @@ TOLERANCE_COST = 10  # a wording read through a cut or a typo is less certain th
 INEXACT_CEILING = 25
 RESEMBLANCE = 86.0  # a message this close to one of an entry's examples makes it a candidate
 FRAMES_ALONE = 30  # a paste with frames but no message: the points its frames must make for an entry
+NEAREST = 3  # a device message that nothing in the KB reads: how many of the nearest causes it is offered
+NEAREST_POINTS = 10  # and at most how many points each: far below BEYOND, so the verdict stays "not in the KB"
+_DEVICE_WORDS = re.compile(r"\b(?:cuda|cpu|gpu|mps|xpu|npu|hpu|xla|tpu|rocm|hip|devices?)\b")  # lower-cased text
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,9 @@ class Match:
     score: int
     reasons: tuple[Reason, ...]
     wording: int = 0  # the points of the message shape that admitted it: of two equal scores, the
-
     # entry whose own wording the message is (`for argument #3 'weight'`) goes first
+    nearest: bool = False  # offered only as worded like its cases, where nothing in the KB read the message
+
     @property
     def id(self) -> str:
         return self.card.id
@@ -170,8 +174,32 @@ class Matcher:
             for n in contenders
             if (m := self._score(n, evidence, closest, signatures.get(n), counted.get(entries[n].card.id)))
         ]
+        if not matches and evidence.message and self._unread_device_message(evidence.message):
+            nearest = self._nearest(normalised, evidence.device_kinds)
+            ids = self.index.ids
+            found = (self._score(n, evidence, closest, reason, counted.get(ids[n])) for n, reason in nearest.items())
+            matches = [replace(m, nearest=True) for m in found if m]
         matches = ranked(matches)
         return matches[:top] if top else matches
+
+    def _unread_device_message(self, message: str) -> bool:
+        """A message about devices that no signature, real case or count read, and that is not one of
+        PyTorch's own that the KB knows to be outside it."""
+        return bool(_DEVICE_WORDS.search(message.lower())) and self._outside_of(message) is None
+
+    def _nearest(self, normalised: str, kinds: tuple[str, ...]) -> dict[int, Reason]:
+        """The causes whose real cases the wording of an unread device message is nearest to, a few points
+        each: something to check and questions to ask, where an empty list would leave the person with
+        nothing, while the verdict still says the KB may not hold the cause."""
+        found = self._closest(normalised, kinds, cutoff=0.0)
+        ids = self.index.ids
+        best = sorted(found.items(), key=lambda item: (-item[1][0], ids[item[0]]))[:NEAREST]
+        reasons = {}
+        for number, (ratio, positions) in best:
+            source = max(self.index.entries[number].examples[p].source for p in positions)
+            said = f"nothing in the KB reads this message; it is {ratio:.0f}% like a case of this cause ({source})"
+            reasons[number] = Reason(said, max(1, round(NEAREST_POINTS * ratio / 100)))
+        return reasons
 
     def _score(
         self,
@@ -242,11 +270,13 @@ class Matcher:
                     found[n] = Reason(f"the message reads as “{wording}”, cut or retyped", points)
         return found
 
-    def _closest(self, normalised: str, kinds: tuple[str, ...]) -> dict[int, tuple[float, tuple[int, ...]]]:
+    def _closest(
+        self, normalised: str, kinds: tuple[str, ...], cutoff: float = SIMILARITY_FLOOR - SIMILARITY_TIE
+    ) -> dict[int, tuple[float, tuple[int, ...]]]:
         """Per entry, its real examples closest to the message (their ratio and positions), among those
         naming the same kinds of devices: "cuda and cuda" and "cuda and cpu" read alike but point to
         different causes. Every distinct example message is scored in one batch; an entry none of whose
-        examples comes near enough to bear on `_similarity` is left out."""
+        examples comes within `cutoff` (near enough to bear on `_similarity`) is left out."""
         if not normalised:
             return {}
         examples = self.index.examples
@@ -257,7 +287,7 @@ class Matcher:
             scorer=fuzz.ratio,
             processor=None,
             limit=None,
-            score_cutoff=SIMILARITY_FLOOR - SIMILARITY_TIE,
+            score_cutoff=cutoff,
         )
         for _, ratio, number in near:
             for entry, position, example_kinds in examples.of(number):

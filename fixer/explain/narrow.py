@@ -218,7 +218,7 @@ class Certainty:
     lead: int  # points between the first and the second cause
     question: Question | None = None  # its answer re-ranks the leaders
     probe: str | None = None  # else a probe one of the two leaders names and the other does not
-    beyond: bool = False  # the answers leave no known cause ahead of one the KB does not hold
+    beyond: bool = False  # no known cause scores above one the KB does not hold, after the answers if any
 
 
 def certainty(
@@ -226,7 +226,8 @@ def certainty(
 ) -> Certainty | None:
     """None with nothing ranked and nothing answered; a close race is said plainly, with the one question
     or probe that would settle it, rather than handed over as a confident first place."""
-    beyond = any(a.reply is not None and not a.from_text for a in answers) and first(matches) is None
+    replied = any(a.reply is not None and not a.from_text for a in answers)
+    beyond = first(matches) is None and (replied or bool(matches))
     if not matches:
         return Certainty(False, 0, beyond=True) if beyond else None
     lead = _lead(matches)

@@ -411,6 +411,7 @@ def patterns() -> dict[str, Any]:
         "type_prefix": _python_regex(_priors._TYPE_PREFIX),
         "accelerators": _python_regex(_priors._ACCELERATORS),
         "checking_clause": _python_regex(_priors._CHECKING_CLAUSE),
+        "device_words": _python_regex(_match._DEVICE_WORDS),
     }
 
 
@@ -489,6 +490,8 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "CONTENT_SHARED": _tolerant.CONTENT_SHARED,
             "TOLERANCE_COST": _match.TOLERANCE_COST,
             "INEXACT_CEILING": _match.INEXACT_CEILING,
+            "NEAREST": _match.NEAREST,
+            "NEAREST_POINTS": _match.NEAREST_POINTS,
             "TOLERANT_LINES": _parse._TOLERANT_LINES,
         },
         "questions": [

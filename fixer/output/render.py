@@ -249,9 +249,18 @@ def outside_kb(outside: Outside) -> Group:
 
 
 def beyond_kb(result: Explanation, top: int) -> Group:
-    """What the answers leave when they rule out every cause fixer knows: a plain "probably not one of
-    these", and the way to find and record the cause, instead of a winner at a few points."""
+    """What is left when no cause fixer knows leads, because the answers ruled them out or because nothing
+    in the KB reads the message: a plain "probably not one of these", and the way to find and record the
+    cause, instead of a winner at a few points."""
     assert result.traceback is not None
+    replied = any(a.reply is not None and not a.from_text for a in result.answers)
+    said = (
+        "Your answers rule out the causes fixer knows for this message, or leave each less likely than a cause "
+        "it does not hold."
+        if replied
+        else "Nothing in the KB reads this message; the causes below are only those whose real cases it is "
+        "worded most like."
+    )
     steps = Text()
     for number, step in enumerate(BEYOND_STEPS, 1):
         steps.append(f"{number}. ", style="bold")
@@ -261,20 +270,14 @@ def beyond_kb(result: Explanation, top: int) -> Group:
         error_header(result.traceback),
         _Boxed(
             "Probably not in the KB",
-            Group(
-                Text(
-                    "Your answers rule out the causes fixer knows for this message, or leave each less likely "
-                    "than a cause it does not hold."
-                ),
-                Text(),
-                answered(result.answers),
-            ),
+            Group(Text(said), *((Text(), answered(result.answers)) if replied else ())),
             border_style="yellow",
         ),
         _section("What to check", steps),
     ]
     if result.matches:
-        parts.append(_section("Still possible, though less likely", candidates(result.matches[:top])))
+        heading = "Still possible, though less likely" if replied else "Worded most like the cases of"
+        parts.append(_section(heading, candidates(result.matches[:top])))
     return Group(*parts)
 
 

@@ -136,7 +136,7 @@ class ExplainOut:
     confident: bool | None = None  # null when nothing matched
     uncertain: UncertainOut | None = None  # set when confident is false
     answers: list[AnswerOut] = field(default_factory=list)  # the questions settled, by the project or the user
-    beyond_kb: bool = False  # the answers leave no known cause ahead of one the KB does not hold
+    beyond_kb: bool = False  # no known cause scores above one the KB does not hold (nothing read it, or the answers)
     outside_kb: OutsideOut | None = None  # set when the message is PyTorch's own and no entry covers it
     patches: list[PatchOut] = field(default_factory=list)
     slow_regexes: dict[str, str] = field(default_factory=dict)  # team entries skipped for time: file -> the regex

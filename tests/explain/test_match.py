@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import CORPUS, corpus_items
 
+from fixer.explain.match import NEAREST
+from fixer.explain.narrow import BEYOND, certainty
 from fixer.kb.evaluate import evaluate, load_corpus
 
 # https://github.com/FoundationVision/VAR/issues/127
@@ -98,3 +100,24 @@ def test_an_old_wording_lets_the_code_on_disk_decide_as_the_new_one_does(tmp_pat
     explained = matcher.explain(pasted)
     assert explained.evidence.offending_kind == "cpu"
     assert explained.matches[0].id == "tensor-created-without-device"
+
+
+# https://github.com/MahmoudAshraf97/whisper-diarization/pull/284 (a census tune thread): an MPS message no
+# signature, case or count reads
+UNREAD = (
+    "NotImplementedError: Output channels > 65536 not supported at the MPS device. As a temporary fix, you can set "
+    "the environment variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op.\n"
+)
+
+
+def test_a_device_message_nothing_reads_is_offered_its_nearest_causes_below_any_known_one(matcher):
+    matches = matcher.explain(UNREAD).matches
+    assert 1 <= len(matches) <= NEAREST
+    assert all(m.score < BEYOND for m in matches)
+    assert all(any(r.text.startswith("nothing in the KB reads this message") for r in m.reasons) for m in matches)
+    assert certainty(matches).beyond
+
+
+def test_a_message_about_no_device_or_outside_the_kb_is_offered_nothing(matcher):
+    assert matcher.explain("RuntimeError: the shapes of the two operands differ\n").matches == []
+    assert matcher.explain("ValueError: Expected a cuda or cpu device, but got: mps\n").matches == []

@@ -29,17 +29,6 @@ EXERCISES = [entry.id for entry in exercise_entries(load(ROOT / "kb"))]
 KERNELS_AT_ONCE = 3
 CELL_TIMEOUT_S = 120
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # IPython colours its tracebacks; a reader copies the plain text
-# fixer tells this cause apart by reading the script around the failing frames: that the model is never
-# moved shows only in the whole cell. A notebook's frames are `Cell In[1], line 20`, a name and no file,
-# so it sees only the few lines IPython printed and ranks a sibling first. Strict: the day fixer reads a
-# notebook's cells, this mark must go.
-_NEEDS_THE_CELLS_SOURCE = pytest.mark.xfail(
-    strict=True, reason="fixer tells this cause apart by reading the code; a notebook's traceback names no file"
-)
-_RANKED = [
-    pytest.param(entry_id, marks=_NEEDS_THE_CELLS_SOURCE) if entry_id == "model-not-moved" else entry_id
-    for entry_id in EXERCISES
-]
 
 
 def _exercise(catalog: Catalog, entry_id: str) -> Entry:
@@ -167,7 +156,7 @@ def test_broken_cell_raises_an_error_of_its_entrys_family_in_a_kernel(
     assert any(re.search(s.pattern, error.evalue) for s in entry.signatures), f"{error.ename}: {error.evalue}"
 
 
-@pytest.mark.parametrize("entry_id", _RANKED)
+@pytest.mark.parametrize("entry_id", EXERCISES)
 def test_fixer_ranks_the_entry_first_on_the_traceback_the_notebook_shows(
     entry_id: str, catalog: Catalog, matcher: Matcher, executed: dict[str, Future[nbformat.NotebookNode]]
 ) -> None:

@@ -56,3 +56,13 @@ def test_colour_always_draws_boxes_and_colour_but_never_wraps_code(capsys, monke
     assert entry is not None
     comment = max(entry.fix.before.splitlines(), key=len).split("#", 1)[1]
     assert any(line.endswith(f"#{comment}\x1b[0m") for line in out.splitlines()), "a code line was wrapped"
+
+
+def test_a_device_message_nothing_reads_is_said_to_be_probably_outside_the_kb(tmp_path, capsys):
+    # https://github.com/MahmoudAshraf97/whisper-diarization/pull/284: no signature, case or count reads it
+    log = tmp_path / "crash.log"
+    log.write_text("NotImplementedError: Output channels > 65536 not supported at the MPS device.\n")
+    assert main(["explain", str(log), "--no-input"]) == 1  # for a script, still no entry matches it
+    said = " ".join(capsys.readouterr().out.split())
+    assert "Probably not in the KB" in said and "Nothing in the KB reads this message" in said
+    assert "Most likely cause" not in said and "Worded most like the cases of" in said
