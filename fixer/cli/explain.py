@@ -84,13 +84,7 @@ def explain_text(
         return OK if result.traceback is None or exit_zero else FAILED_LOG
     if result.traceback is None:
         return NO_TRACEBACK
-    return OK if read_by_kb(result) else NO_MATCH
-
-
-def read_by_kb(result: Explanation) -> bool:
-    """Whether an entry matched: the nearest causes offered for a message nothing reads are suggestions,
-    and a script sees them as no match, as before they were offered."""
-    return any(not m.nearest for m in result.matches)
+    return OK if result.read else NO_MATCH  # the nearest causes of an unread message are no match
 
 
 def can_ask(*, no_input: bool) -> bool:
@@ -168,18 +162,18 @@ class _Prompt:
 
 def local_patches(result: Explanation) -> list[Patch]:
     """The best match's patch when the traceback's own files are here; LibCST loads only then."""
-    if result.traceback is None or not result.matches or not result.traceback.all_frames:
+    if result.traceback is None or not result.read or not result.traceback.all_frames:
         return []
     from fixer.patching import registry
     from fixer.patching.targets import user_files
 
-    codemod = result.matches[0].card.fix_codemod
+    codemod = result.read[0].card.fix_codemod
     files = user_files(result.traceback) if codemod in registry.CODEMODS else {}
     if not files:
         return []
     from fixer.patching.plan import propose
 
-    return propose(files, result.matches[0])
+    return propose(files, result.read[0])
 
 
 def _print_explanation(

@@ -101,7 +101,7 @@ def _after_run(number: int, ran: _Ran, series: Series, matcher: Matcher, out: Co
         series.add(Round(ran.status))
         return f"the command failed (exit status {ran.status}) with no traceback fixer could read"
     result = explained(matcher, ran.seen.text, ran.seen.findings, catalog())
-    if result.traceback is None or not result.matches:
+    if result.traceback is None or not result.read:
         series.add(Round(ran.status))
         return "the command failed with an error that is not a device error fixer knows"
     error, cause = signature(result.traceback), result.matches[0].id

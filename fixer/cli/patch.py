@@ -34,7 +34,7 @@ def patch(text: str, args: argparse.Namespace) -> int:
         from fixer.kb.index import Card
 
         match = Match(Card.of(entry), score=0, reasons=())  # the user's choice, not a ranking
-    match = match or (result.matches[0] if result.matches else None)
+    match = match or (result.read[0] if result.read else None)
     if match is None:
         raise CliError("no KB entry matches this error, so there is nothing to patch", NO_MATCH)
     from fixer.patching.plan import propose

@@ -79,6 +79,12 @@ class Explanation:
     questions: tuple[Question, ...] = ()  # what the KB can ask about the run, where the text leaves it open
     outside: Outside | None = None  # the message is PyTorch's own, and no entry covers its cause yet
 
+    @property
+    def read(self) -> list[Match]:
+        """The matches the KB's own reading admitted: the nearest causes offered for a device message that
+        nothing reads are for the person to check, never ground to patch or to report a match."""
+        return [m for m in self.matches if not m.nearest]
+
 
 class Matcher:
     """Holds a KB's index; `rank` is then a pure function of a traceback."""
@@ -276,7 +282,7 @@ class Matcher:
         """Per entry, its real examples closest to the message (their ratio and positions), among those
         naming the same kinds of devices: "cuda and cuda" and "cuda and cpu" read alike but point to
         different causes. Every distinct example message is scored in one batch; an entry none of whose
-        examples comes within `cutoff` (near enough to bear on `_similarity`) is left out."""
+        examples scores `cutoff` (by default, near enough to bear on `_similarity`) is left out."""
         if not normalised:
             return {}
         examples = self.index.examples

@@ -66,3 +66,4 @@ def test_a_device_message_nothing_reads_is_said_to_be_probably_outside_the_kb(tm
     said = " ".join(capsys.readouterr().out.split())
     assert "Probably not in the KB" in said and "Nothing in the KB reads this message" in said
     assert "Most likely cause" not in said and "Worded most like the cases of" in said
+    assert main(["patch", str(log)]) == 1  # and nothing is patched on a cause it was only worded like
