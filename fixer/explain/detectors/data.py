@@ -276,9 +276,7 @@ def device_from_module_property(code: Code) -> Iterator[str]:
     )
     around = ((scope.where(call), call) for scope in code.scopes for call in scope.calls_around)
     for where, call in (*printed, *around):
-        device = syntax.keyword(call, "device")
-        if device is None and isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args:
-            device = call.args[0]
+        device = syntax.placed_on(call)
         name = syntax.dotted(device) if device is not None else None
         if name and name.endswith(".device") and _module_like(name.removesuffix(".device")):
             yield f"{where}: placed on `{name}`"

@@ -219,9 +219,7 @@ def device_stored_on_self(code: Code) -> Iterator[str]:
         }
         for method in (m for m in methods if m.name != "__init__"):
             for call in syntax.calls(method):
-                placed = syntax.keyword(call, "device")
-                if placed is None and isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda"):
-                    placed = call.args[0] if call.args else None
+                placed = syntax.placed_on(call, moves=("to", "cuda"))
                 name = (syntax.dotted(placed) or "") if placed is not None else ""
                 if name.startswith("self.") and name.removeprefix("self.") in stored:
                     built = scope.where(stored[name.removeprefix("self.")])

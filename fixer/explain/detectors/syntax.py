@@ -156,6 +156,14 @@ def placed(node: ast.AST) -> bool:
     return False
 
 
+def placed_on(call: ast.Call, moves: tuple[str, ...] = ("to",)) -> ast.expr | None:
+    """The device a call places its result on: its `device=`, or the first argument of a move (`.to(d)`)."""
+    device = keyword(call, "device")
+    if device is None and isinstance(call.func, ast.Attribute) and call.func.attr in moves and call.args:
+        device = call.args[0]
+    return device
+
+
 def moved_where_made(call: ast.Call, statement: ast.stmt) -> bool:
     """`torch.zeros(n).to(x.device)`, `nn.Linear(3, 4).cuda()`: moved in the statement that makes it."""
     return any(
