@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 10  # bump when the layout below changes
+FORMAT = 11  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -77,10 +77,15 @@ class Card:
     diagnostics: tuple[str, ...]
     facts: tuple[tuple[str, float], ...]  # (fact, the chance of a yes under this cause), as the entry says
     file: str
+    # meaning, cause and fix_summary as the terminal lays them out (fixer.output.prose), parsed here so
+    # that printing a card needs no Markdown parser
+    prose: dict[str, list[dict[str, Any]]] = field(default_factory=dict, compare=False, repr=False)
     loaded: Entry | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, entry: Entry, file: Path | str = "") -> Card:
+        from fixer.output.prose import parse
+
         return cls(
             id=entry.id,
             title=entry.title,
@@ -96,6 +101,11 @@ class Card:
             diagnostics=tuple(entry.diagnostics),
             facts=tuple((fact, CHANCES[likelihood]) for fact, likelihood in entry.facts.items()),
             file=str(file),
+            prose={
+                "meaning": parse(entry.meaning),
+                "cause": parse(entry.cause),
+                "fix_summary": parse(entry.fix.summary),
+            },
             loaded=entry,
         )
 

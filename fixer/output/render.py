@@ -12,11 +12,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.segment import Segment
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -26,7 +24,8 @@ from fixer.explain.narrow import Answer, Certainty, certainty
 from fixer.explain.parse import Traceback
 from fixer.kb.index import Card, Outside
 from fixer.output import diff as unified
-from fixer.output import display
+from fixer.output import display, highlight, prose
+from fixer.output.prose import CodeLines, Hanging
 from fixer.patching.needs import NEEDS
 
 ColorChoice = Literal["auto", "always", "never"]
@@ -48,22 +47,8 @@ _SAFETY_WORDS = {
 }
 
 
-class _Indent:
-    """A block moved right, its lines not padded to the width: a file gets no trailing spaces."""
-
-    def __init__(self, renderable: RenderableType, by: int = 2) -> None:
-        self.renderable, self.by = renderable, by
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        inner = options.update_width(max(options.max_width - self.by, 1))
-        for line in Segment.split_lines(console.render(self.renderable, inner)):
-            while line and not line[-1].text.strip() and not line[-1].control:
-                line.pop()
-            if line:
-                line[-1] = Segment(line[-1].text.rstrip(" "), line[-1].style)
-                yield Segment(" " * self.by)
-                yield from line
-            yield Segment.line()
+def _indent(renderable: RenderableType, by: int = 2) -> Hanging:
+    return Hanging(" " * by, renderable)
 
 
 class _Boxed:
@@ -77,22 +62,8 @@ class _Boxed:
             yield Panel(self.body, title=self.title, title_align="left", border_style=self.border_style)
         else:
             yield Text(f"{self.title}:", style="bold")
-            yield _Indent(self.body)
+            yield _indent(self.body)
         yield Text()
-
-
-class _CodeLines:
-    """Code line for line: no wrapping, cropping or tab expansion; the highlighting is kept.
-
-    Console.print crops what is wider than the terminal unless told not to: `console()` tells it."""
-
-    def __init__(self, code: Text) -> None:
-        self.code = code
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for line in self.code.split("\n", allow_blank=True):
-            yield from line.render(console)
-            yield Segment.line()
 
 
 _DIFF_STYLE: dict[unified.Kind, str] = {"header": "bold", "hunk": "cyan", "added": "green", "removed": "red"}
@@ -112,20 +83,18 @@ class _DiffLines:
 
 
 def _section(title: str, body: RenderableType) -> Group:
-    return Group(Text(title, style="bold cyan"), _Indent(body), Text())
+    return Group(Text(title, style="bold cyan"), _indent(body), Text())
 
 
-def _prose(text: str) -> Markdown:
-    return Markdown(text.strip())
+def _prose(markdown: str) -> Group:
+    """Markdown from an entry read whole; a card's prose comes parsed in the index (`Card.prose`)."""
+    return prose.render(prose.parse(markdown))
 
 
 def _code(code: str, title: str) -> Group:
     """Highlighted in a terminal, plain elsewhere; either way each line is the entry's line."""
     code = code.rstrip("\n")
-    highlighted = Syntax(code, "python", theme="ansi_dark", background_color="default").highlight(code)
-    if highlighted.plain.endswith("\n"):  # highlight() ends the text with a newline of its own
-        highlighted.right_crop(1)
-    return Group(Text(f"{title}:", style="bold dim"), _CodeLines(highlighted), Text())
+    return Group(Text(f"{title}:", style="bold dim"), CodeLines(highlight.python(code)), Text())
 
 
 def _where(tb: Traceback) -> RenderableType | None:
@@ -139,8 +108,8 @@ def _where(tb: Traceback) -> RenderableType | None:
     if frame.function:
         place.append(f" in {frame.function}", style="dim")
     if not frame.code:
-        return _Indent(place, by=0)
-    return Group(_Indent(place, by=0), _CodeLines(Text(f"     {frame.code}")))
+        return _indent(place, by=0)
+    return Group(_indent(place, by=0), CodeLines(Text(f"     {frame.code}")))
 
 
 def error_header(tb: Traceback) -> Group:
@@ -149,7 +118,7 @@ def error_header(tb: Traceback) -> Group:
     head = Text()
     head.append(f"{tb.exception or 'Error'}: ", style="bold red")
     head.append(shown)
-    parts: list[RenderableType] = [_Indent(head, by=0)]
+    parts: list[RenderableType] = [_indent(head, by=0)]
     if tb.rank is not None:
         parts.append(Text(f"  on rank {tb.rank} (ranks with errors: {', '.join(map(str, tb.ranks))})", "dim"))
     where = _where(tb)
@@ -167,10 +136,10 @@ def fix_section(card: Card) -> Group:
     steps.rstrip()
     need = NEEDS.get(card.fix_codemod) if card.fix_codemod else None
     needs = [Text(f"fixer patch's rewrite needs {need.text}.")] if need else []
-    body = Group(_prose(card.fix_summary), safety, steps, *needs)
+    body = Group(prose.render(card.prose["fix_summary"]), safety, steps, *needs)
     return Group(
         Text("How to fix", style="bold cyan"),
-        _Indent(body),
+        _indent(body),
         Text(),
         _code(card.fix_before, "before"),
         _code(card.fix_after, "after"),
@@ -193,7 +162,7 @@ def explanation(result: Explanation, top: int) -> Group:
     why.rstrip()
     parts: list[RenderableType] = [
         error_header(tb),
-        _section("What it means", _prose(card.meaning)),
+        _section("What it means", prose.render(card.prose["meaning"])),
         _Boxed(
             "Most likely cause",
             Group(
@@ -203,7 +172,7 @@ def explanation(result: Explanation, top: int) -> Group:
                 Text(card.summary),
                 Text(),
                 Text("Why it happens", style="bold"),
-                _prose(card.cause),
+                prose.render(card.prose["cause"]),
             ),
             border_style="green",
         ),
@@ -212,11 +181,11 @@ def explanation(result: Explanation, top: int) -> Group:
     if any(not a.from_text for a in result.answers):
         parts.insert(-1, _section("Answered", answered(result.answers)))
     if known is not None and not known.confident:
-        parts.append(_Indent(uncertain_note(result.matches, known), by=0))
+        parts.append(_indent(uncertain_note(result.matches, known), by=0))
     parts.append(fix_section(card))
     if others:
         parts.append(_section("Other candidates", candidates(others[: max(top - 1, 0)])))
-    parts.append(_Indent(Text(f"More: fixer show {card.id}", style="dim"), by=0))
+    parts.append(_indent(Text(f"More: fixer show {card.id}", style="dim"), by=0))
     return Group(*parts)
 
 
@@ -312,7 +281,7 @@ def candidates(matches: list[Match]) -> Table:
 
 def entry_page(entry: Entry) -> Group:
     parts: list[RenderableType] = [
-        _Indent(Group(Text(entry.title, style="bold"), Text(entry.id, style="dim"), Text(), _prose(entry.summary)), 0),
+        _indent(Group(Text(entry.title, style="bold"), Text(entry.id, style="dim"), Text(), _prose(entry.summary)), 0),
         Text(),
         _section("What it means", _prose(entry.meaning)),
         _section("Why it happens", _prose(entry.cause)),
@@ -344,10 +313,10 @@ def exercise_view(exercise: Exercise, number: int, total: int) -> Group:
         Text(),
         _code(exercise.snippet, "This code"),
         Text("stops with:", style="bold dim"),
-        _CodeLines(traceback),
+        CodeLines(traceback),
         Text(),
         Text("Which cause is behind it?", style="bold"),
-        _Indent(choices),
+        _indent(choices),
     )
 
 
@@ -361,7 +330,7 @@ def exercise_answer(exercise: Exercise, chosen: int) -> Group:
     )
     return Group(
         verdict,
-        _Indent(Group(_prose(entry.cause), Text(), _prose(f"**The fix:** {entry.fix.summary}"))),
+        _indent(Group(_prose(entry.cause), Text(), _prose(f"**The fix:** {entry.fix.summary}"))),
         Text(f"  More: fixer show {entry.id}", style="dim"),
         Text(),
     )
@@ -386,8 +355,8 @@ def triage_view(result: Triage, shown: int) -> RenderableType:
             error = ": ".join(part for part in ((group.exception or "").rsplit(".", 1)[-1], group.message) if part)
             where = f"{group.first[0]}:{group.first[1]}"
             groups.add_row(group.fingerprint, str(group.count), str(len(group.files)), group.cause or "-", error, where)
-        parts += [Text(), Text("By cause", style="bold cyan"), _Indent(causes, by=0)]
-        parts += [Text(), Text("By fingerprint", style="bold cyan"), _Indent(groups, by=0)]
+        parts += [Text(), Text("By cause", style="bold cyan"), _indent(causes, by=0)]
+        parts += [Text(), Text("By fingerprint", style="bold cyan"), _indent(groups, by=0)]
         if len(result.groups) > shown:
             parts.append(Text(f"... and {len(result.groups) - shown} more fingerprints (--json or --csv lists all)"))
     return Group(*parts)
@@ -409,7 +378,7 @@ def entry_list(entries: list[Entry]) -> RenderableType:
     table.add_column("title")
     for entry in entries:
         table.add_row(entry.id, entry.title)
-    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
+    return _indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
 def accuracy_table(score: Score) -> RenderableType:
@@ -420,7 +389,7 @@ def accuracy_table(score: Score) -> RenderableType:
         table.add_row(entry_id, str(tally.n), f"{tally.top1_rate:.2f}", f"{tally.top3_rate:.2f}")
     overall = score.overall
     table.add_row("overall", str(overall.n), f"{overall.top1_rate:.2f}", f"{overall.top3_rate:.2f}", style="bold")
-    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
+    return _indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
 def stats_table(stats: list[EntryStats]) -> RenderableType:
@@ -431,7 +400,7 @@ def stats_table(stats: list[EntryStats]) -> RenderableType:
         table.add_row(
             s.id, str(s.examples), str(s.ambiguous), str(s.signatures), str(s.pytorch_messages), str(s.rules), s.repro
         )
-    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
+    return _indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
 def patch_heading(patch: Patch) -> Text:
@@ -463,7 +432,7 @@ def findings_view(findings: list[Finding]) -> RenderableType:
         if finding.entries:
             saw.append(f"\n→ {', '.join(finding.entries)}", style="dim")
         table.add_row(finding.probe, verdict, saw)
-    return _Indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
+    return _indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 
 
 class _Rule:

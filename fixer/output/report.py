@@ -1,5 +1,7 @@
 """The JSON contract of `fixer explain --json`: typed dataclasses, whose JSON Schema pydantic writes for
 the docs (`schema()`); printing one needs no pydantic, so `fixer explain --json` does not import it.
+They are records written once and printed: only `__init__` is generated, since each
+generated method is compiled when the module loads, a millisecond per class on every run.
 
 Scripts depend on these field names; add fields freely, never rename or remove one.
 """
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from fixer.patching.plan import Patch
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class FrameOut:
     path: str
     line: int | None
@@ -32,13 +34,13 @@ class FrameOut:
     user: bool
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class ChainedOut:
     exception: str | None
     message: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class EvidenceOut:
     devices: list[str]
     offending_device: str | None
@@ -49,7 +51,7 @@ class EvidenceOut:
     dtype_only: bool
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class TracebackOut:
     exception: str | None
     message: str
@@ -60,14 +62,14 @@ class TracebackOut:
     evidence: EvidenceOut
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class FixOut:
     summary: str
     safety: Literal["safe", "unsafe", "manual"]
     codemod: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class MatchOut:
     id: str
     title: str
@@ -77,7 +79,7 @@ class MatchOut:
     fix: FixOut
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class PatchOut:
     path: str
     entry: str
@@ -89,13 +91,13 @@ class PatchOut:
     needs: str | None = None  # the torch the rewrite needs; when the project may lack it, why (then unsafe)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class RankedOut:
     id: str
     score: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class AnswerOut:
     fact: str  # the fact of the run it settles (kb/facts/questions.yaml)
     question: str
@@ -104,7 +106,7 @@ class AnswerOut:
     from_text: bool = False  # the traceback itself answered: the ranking already weighed it, so it moved nothing
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class UncertainOut:
     """Why the first place is not certain, and what would settle it."""
 
@@ -119,7 +121,7 @@ class UncertainOut:
     probe_checks: str | None  # what that probe looks at and the command that runs it
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class OutsideOut:
     """The message is PyTorch's own (kb/messages/pytorch.yaml), and no KB entry covers its cause yet."""
 
@@ -128,7 +130,7 @@ class OutsideOut:
     reason: str  # why no entry covers it
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class ExplainOut:
     fixer_version: str = __version__
     traceback: TracebackOut | None
@@ -223,7 +225,9 @@ def explain_out(
             for a in answers
         ],
         beyond_kb=bool(known and known.beyond),
-        outside_kb=OutsideOut(outside.where, list(outside.versions), outside.reason) if outside else None,
+        outside_kb=OutsideOut(where=outside.where, versions=list(outside.versions), reason=outside.reason)
+        if outside
+        else None,
         patches=[patch_out(p) for p in patches],
         slow_regexes=dict(slow or {}),
     )
