@@ -123,6 +123,33 @@ def user_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, ...
     return locate(frames).files
 
 
+LIBRARY_FRAMES = 3  # the innermost library frames read: where a library's own line failed, and its callers
+
+
+def library_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, ...]]:
+    """The installed libraries' .py files that the innermost library frames ran in, with their lines,
+    when they are on this machine and still hold the printed line: read to see what a failing line of
+    a library reads, never patched. PyTorch's own files are left out: its internals are not the cause
+    a user's fix changes."""
+    frames = tuple(frames.all_frames if isinstance(frames, Traceback) else frames)
+    inner = [
+        f
+        for f in reversed(frames)
+        if not f.is_user and f.library and f.library.split(".")[0] != "torch" and f.line and f.path.endswith(".py")
+    ][:LIBRARY_FRAMES]
+    found: dict[Path, list[int]] = {}
+    for frame in inner:
+        try:  # isfile is False, not an error, for a name too long for the system or with a NUL byte
+            path = Path(frame.path).resolve() if os.path.isfile(frame.path) else None
+        except (OSError, ValueError):
+            continue
+        read = _lines(path) if path is not None else None
+        anchored = _anchor(frame, Lines.of(read)) if read is not None else None
+        if path is not None and isinstance(anchored, int):
+            found.setdefault(path, []).append(anchored)
+    return {path: tuple(reversed(numbers)) for path, numbers in found.items()}
+
+
 def _existing(frame: Frame) -> Path | None:
     """The resolved file of a user frame when one exists here; None for paths no file can have. Tested
     on the string first: a traceback of thousands of frames names mostly files that are not here."""

@@ -17,7 +17,7 @@ from fixer.explain.detectors import pasted, syntax
 from fixer.explain.libraries import file_name
 from fixer.explain.parse import MAX_CODE_CHARS, Frame
 from fixer.explain.source import parse_source
-from fixer.patching.targets import user_files
+from fixer.patching.targets import library_files, user_files
 
 # A script is read back this many top-level statements from the failing line: what bears on a line is
 # near it, and reading a generated script of 100,000 statements whole would take seconds.
@@ -243,6 +243,9 @@ class Code:
     # blocks the paste shows. They are a few lines of a longer file: what they show holds, what they lack
     # proves nothing.
     shown: tuple[Scope, ...] = ()
+    # The failing lines of installed libraries (not PyTorch) the traceback passes through, read from this
+    # machine: for detectors that follow what a failing line reads, whoever wrote it.
+    library: tuple[Scope, ...] = ()
 
     @property
     def showing(self) -> tuple[Scope, ...]:
@@ -269,7 +272,8 @@ class Code:
         printed = tuple(distinct if len(distinct) <= MAX_PRINTED_LINES else distinct[:half] + distinct[-half:])
         files = user_files(frames) if read_files else {}
         shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
-        return cls(printed, tuple(_scopes(files)), text, (*shown, *_pasted_scopes(text, frames)))
+        library = tuple(_scopes(library_files(frames))) if read_files else ()
+        return cls(printed, tuple(_scopes(files)), text, (*shown, *_pasted_scopes(text, frames)), library)
 
 
 def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:

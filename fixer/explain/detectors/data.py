@@ -78,6 +78,49 @@ def factory_meets_moved_on_failing_line(code: Code) -> Iterator[str]:
 
 
 @detector(
+    "failing-line-reads-unplaced-factory",
+    reads="your files or the code pasted",
+    finds="the failing statement reads a name whose last binding before it made a tensor with a torch factory "
+    "and no device=, in whatever function it lies",
+)
+def failing_line_reads_unplaced_factory(code: Code) -> Iterator[str]:
+    """By what the failing line reads, not by the function's name: a helper called `build_biases` makes
+    its CPU tensor as surely as a `forward` does. A script's top level is left out: tensors made there
+    stand in for data, which the other causes cover. A library's failing line counts as well: its own
+    tensor made on the CPU is the cause, whoever has to change it."""
+    for scope in (*code.showing, *code.library):
+        if scope.failing is None or scope.function is None:
+            continue
+        used = {n.id for n in ast.walk(scope.failing) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if isinstance(scope.failing, ast.AugAssign) and isinstance(scope.failing.target, ast.Name):
+            used.add(scope.failing.target.id)  # `total += x` reads `total` too
+        made = [
+            f"`{name}` (line {found[0]}: `torch.{found[1]}(...)`)"
+            for name in sorted(used)
+            if (found := _made_at(scope, name))
+        ]
+        if made:
+            yield f"{scope.where(scope.failing)}: {', '.join(made)} made without device="
+
+
+def _made_at(scope: Scope, name: str) -> tuple[int, str] | None:
+    """Where the value a name holds at the failing line was made by a factory without device=, following
+    an accumulator back (`total = total + ...` and `total += ...` keep the device `total` was made on);
+    None where a binding moves it, makes it otherwise, or may not have run."""
+    for source in reversed([s for s in scope.before if name in syntax.assigned_names(s)]):
+        value = syntax.value_of(source)
+        if value is None or id(source) in scope.conditional or syntax.placed(value):
+            return None
+        for _, kind in _unplaced_factories(value, scope, source):
+            return source.lineno, kind
+        if not isinstance(source, ast.AugAssign) and not any(
+            isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)
+        ):
+            return None
+    return None
+
+
+@detector(
     "cpu-index-to-indexing-op",
     reads="your files or the code pasted",
     finds="an index built on the CPU (a factory without device=, .cpu(), NumPy) is passed to gather/index_select/...",
@@ -205,7 +248,7 @@ def argument_never_moved(code: Code) -> Iterator[str]:
         if not any(syntax.placed(statement) for statement in scope.before):
             continue
         for call in scope.failing_calls:
-            bound = [name for name in _data_arguments(call, scope) if _last_assignment(scope, name) is not None]
+            bound = [name for name in _data_arguments(call, scope) if _may_hold_a_tensor(scope, name)]
             never = [name for name in bound if not _ever_placed(scope, name)]
             if never:
                 named = ", ".join(f"`{n}`" for n in never)
@@ -217,6 +260,43 @@ def _data_arguments(call: ast.Call, scope: Scope) -> list[str]:
     values = [v.value if isinstance(v, ast.Starred) else v for v in (*call.args, *(k.value for k in call.keywords))]
     names = [syntax.base_name(v, scope.names) for v in values if not syntax.placed(v)]
     return [n for n in names if n and n not in ("True", "False", "None") and "." not in n]
+
+
+# What a run's settings are made of: command-line arguments and configurations, paths, numbers, devices.
+_SETTINGS_ROOTS = {"args", "opt", "opts", "cfg", "config", "conf", "hparams", "hp", "flags", "FLAGS", "options"}
+_NOT_TENSORS = {"str", "int", "float", "bool", "len", "range", "Path", "os.path.join", "torch.device", "open"}
+
+
+def _may_hold_a_tensor(scope: Scope, name: str) -> bool:
+    """The name is bound before the failing line, and that binding could be a tensor: not a literal, an
+    f-string, a setting read from the command line or a configuration, a path or a number."""
+    source = _last_assignment(scope, name)
+    return source is not None and _binding_may_be_tensor(scope, source, 0)
+
+
+def _binding_may_be_tensor(scope: Scope, source: ast.stmt, depth: int) -> bool:
+    value = syntax.value_of(source)
+    return value is None or _may_be_tensor(value, scope, source.lineno, depth)
+
+
+def _may_be_tensor(value: ast.expr, scope: Scope, line: int, depth: int) -> bool:
+    """Whether an expression could be a tensor, following the names it combines to their bindings
+    above `line` (a few steps: a path built up over several lines stays a path)."""
+    if isinstance(value, ast.Constant | ast.JoinedStr):
+        return False
+    if isinstance(value, ast.BinOp):
+        return any(_may_be_tensor(side, scope, line, depth) for side in (value.left, value.right))
+    if isinstance(value, ast.IfExp):
+        return any(_may_be_tensor(side, scope, line, depth) for side in (value.body, value.orelse))
+    if isinstance(value, ast.Call):
+        return syntax.resolve(value.func, scope.names) not in _NOT_TENSORS
+    if isinstance(value, ast.Name):
+        earlier = [s for s in scope.before if s.lineno < line and value.id in syntax.assigned_names(s)]
+        return depth >= 3 or not earlier or _binding_may_be_tensor(scope, earlier[-1], depth + 1)
+    root = value
+    while isinstance(root, ast.Attribute | ast.Subscript):
+        root = root.value
+    return not (isinstance(root, ast.Name) and root.id in _SETTINGS_ROOTS and root is not value)
 
 
 def _ever_placed(scope: Scope, name: str) -> bool:
