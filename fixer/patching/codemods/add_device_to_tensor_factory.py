@@ -38,6 +38,14 @@ FACTORIES = frozenset(
         "randn", "randint", "randperm", "tensor", "as_tensor", "tril_indices", "triu_indices",
     }
 )  # fmt: skip
+# Constructors that take no device= a GPU run can use (the legacy typed ones accept only their own device
+# type, and from_numpy none): their tensor is moved where it is made instead, `torch.FloatTensor(v).to(d)`.
+MOVED_FACTORIES = frozenset(
+    {
+        "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+        "ShortTensor", "IntTensor", "LongTensor", "BoolTensor", "from_numpy",
+    }
+)  # fmt: skip
 # Methods and attributes that only a tensor (or an array, for the first two) has: evidence a name is one.
 _TENSOR_USES = frozenset(
     {
@@ -77,6 +85,7 @@ class AddDeviceToTensorFactory(Codemod):
     def __init__(self, target: Target) -> None:
         super().__init__(target)
         self._fixes: dict[cst.Call, cst.BaseExpression] = {}
+        self._met: set[int] = set()  # devices read off a value the arithmetic meets, which may be a number
 
     # -- analysis -----------------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool:
@@ -202,7 +211,7 @@ class AddDeviceToTensorFactory(Codemod):
         for unit, flow in feeding:
             moved = _moved_afterwards(unit.node)
             for call in _calls(unit.node, flow=flow):
-                if _is_bare_factory(call, self._names) and call not in moved:
+                if _factory(call, self._names) and call not in moved:
                     device = self._device_for(scope, call, failing_reads)
                     if device is not None and call not in self._fixes:
                         self._fixes[call] = device
@@ -260,11 +269,22 @@ class AddDeviceToTensorFactory(Codemod):
             return _attr(cst.Name(chosen), "device")
         if self._module_with_layers(scope):
             return cst.parse_expression("next(self.parameters()).device")
-        return None
+        met = _met_in_arithmetic(scope.units[index].node, call)
+        if met is None:
+            return None
+        device = _attr(cst.Name(met), "device")
+        self._met.add(id(device))
+        return device
 
     def _judge_choice(self, device: cst.BaseExpression, upstream: set[str]) -> None:
         """Safe when the device comes from what the failing line's data is computed from."""
         chosen = cst.Module([]).code_for_node(device)
+        if id(device) in self._met:
+            met = chosen.removesuffix(".device")
+            self.judge(
+                "unsafe", f"made on `{chosen}`, the value it meets: check that `{met}` is a tensor, not a number"
+            )
+            return
         sources = {name for name in _reads(device) if "." not in name} - _NOT_DATA
         if sources and sources <= upstream:
             self.judge("safe", f"made on `{chosen}`, where the failing line's data comes from: only placement changes")
@@ -298,6 +318,8 @@ class AddDeviceToTensorFactory(Codemod):
         device = self._fixes.get(original_node)
         if device is None:
             return updated_node
+        if _factory(original_node, self._names) in MOVED_FACTORIES:
+            return cst.Call(func=_attr(updated_node, "to"), args=[cst.Arg(device)])
         new = cst.Arg(
             keyword=cst.Name("device"),
             value=device,
@@ -311,6 +333,21 @@ class AddDeviceToTensorFactory(Codemod):
             new = new.with_changes(comma=args[-1].comma)
             args[-1] = args[-1].with_changes(comma=between)
         return updated_node.with_changes(args=[*args, new])
+
+
+def _met_in_arithmetic(statement: cst.CSTNode, call: cst.Call) -> str | None:
+    """The name the new tensor meets in the arithmetic around it, outermost operation first: `w` in
+    `w - torch.FloatTensor(v) * g`, the value the result is combined with and so the device it needs."""
+    for node in _walk(statement):  # outermost first: a walk meets a parent before its children
+        if isinstance(node, cst.BinaryOperation):
+            sides = (node.left, node.right)
+            holding = [side for side in sides if _contains(side, call)]
+            if not holding:
+                continue
+            other = sides[1] if holding[0] is sides[0] else sides[0]
+            if isinstance(other, cst.Name) and other.value not in _NOT_DATA:
+                return other.value
+    return None
 
 
 def _sized_by(call: cst.Call, before: list[_Unit], bound: set[str]) -> str | None:
@@ -434,11 +471,14 @@ def _moved_afterwards(node: cst.CSTNode) -> set[cst.Call]:
     }
 
 
-def _is_bare_factory(call: cst.Call, names: dict[str, str]) -> bool:
+def _factory(call: cst.Call, names: dict[str, str]) -> str | None:
+    """The torch factory a call is when it makes its tensor on the default device, or None."""
     name = resolved(call.func, names)
-    if name is None or not name.startswith("torch.") or name.removeprefix("torch.") not in FACTORIES:
-        return False
-    return not any(arg.star or (arg.keyword and arg.keyword.value in ("device", "out")) for arg in call.args)
+    if name is None or not name.startswith("torch.") or name.removeprefix("torch.") not in FACTORIES | MOVED_FACTORIES:
+        return None
+    if any(arg.star or (arg.keyword and arg.keyword.value in ("device", "out")) for arg in call.args):
+        return None
+    return name.removeprefix("torch.")
 
 
 def _shape_source(node: cst.CSTNode) -> str | None:
