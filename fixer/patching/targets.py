@@ -239,7 +239,17 @@ def _anchor(frame: Frame, lines: Lines | None) -> int | str:
     inside = [n for n in holds if lines is not None and _in_function(lines.text, n, frame.function)]
     if len(inside) == 1:
         return inside[0]
+    if (
+        lines is not None
+        and 0 < number <= len(lines.text)
+        and _squeezed(lines.text[number - 1]) == _squeezed(frame.code)
+    ):
+        return number  # a console that wrapped the paste put spaces inside a word: the printed line, as it ran
     return f"its line {number} is not the traceback's `{frame.code.strip()}`, so it is another file of that name"
+
+
+def _squeezed(line: str) -> str:
+    return "".join(as_pasted(line).split())
 
 
 def _in_function(text: list[str], number: int, function: str | None) -> bool:

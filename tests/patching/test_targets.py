@@ -41,6 +41,18 @@ def test_a_file_whose_line_differs_is_skipped_with_the_reason(script):
     )
 
 
+def test_a_line_a_console_wrapped_with_spaces_inside_a_word_is_still_the_printed_line(script):
+    # Windows' console pads a long line to its width, so a pasted line shows a run of spaces mid-word
+    # (the shape of a real waveglow thread): at the printed number, the line is the same without spaces.
+    wrapped = "return mo" + " " * 50 + "del(x)"
+    assert user_files(parse(_traceback(str(script), code=wrapped))) == {script: (5,)}
+
+
+def test_a_line_that_differs_only_in_spacing_elsewhere_is_not_taken(script):
+    script.write_text(SCRIPT.replace("return model(x)", "return model(x) + 1") + "\n\nreturn model(x)\n")
+    assert user_files(parse(_traceback(str(script), code="return mo  del(x)"))) == {}
+
+
 @pytest.mark.parametrize("added", [1, 2, 20])
 def test_a_file_edited_since_the_run_is_read_where_its_line_is_now(script, added):
     """A comment or a merge moves the failing line: the file is still the one that ran, read at the line's
