@@ -4,14 +4,15 @@ Each thread of benchmarks/realcode/threads.yaml names the repository its reporte
 ran (the last one before the thread, checked against a printed frame) and the folder their frames show
 it in. The benchmark lays that commit's source files out where the frames point, on this machine,
 rewriting the traceback's folder to the new place (the only change to the text), and runs
-`fixer explain --json` as the reporter would, from their project folder; and once more on the thread's
-text alone, from an empty folder. It reports:
+`fixer explain --json` as the reporter would, from their project folder (a git clone of the repository,
+which fixer reads for answers to its questions; an installed package's code is no project); and once
+more on the thread's text alone, from an empty folder. It reports:
 
   top-1, text only and with the code;
   threads where the code made the answer worse;
   patches proposed, on the threads whose upstream fix changed a file the traceback shows;
   patches at the upstream fix's place: they change a line the fix changes (a first, automatic check;
-  whether a patch equals the fix in effect is labelled by hand, `patch_equal` in the threads file);
+  whether a patch equals the fix in effect still needs running both or a labelled comparison);
   the time of an explanation with the code, against the text alone.
 
 The code is not kept in this repository: `--mirrors DIR` reads git mirrors already on disk (laid out as
@@ -172,6 +173,8 @@ def run_item(item: dict[str, Any], mirrors: Path | None, cache: Path) -> Outcome
         text_only, text_seconds = explain(item["traceback"], empty)
         placed, cwd = place(str(item["root"]), disk, project)
         cwd = placed / item["cwd"] if "cwd" in item else cwd
+        if cwd != project:
+            (placed / ".git").mkdir(parents=True, exist_ok=True)  # a clone: fixer reads the project around it
         for path, content in source_files(git, item["commit"], item.get("subdir", "")).items():
             target = placed / path
             target.parent.mkdir(parents=True, exist_ok=True)
