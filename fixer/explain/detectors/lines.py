@@ -224,7 +224,9 @@ def bare_cuda_on_line(line: Line) -> bool:
 
 
 @_line_detector(
-    "factory-without-device-on-line", finds="a printed line makes a tensor with a torch factory and no device="
+    "factory-without-device-on-line",
+    finds="a printed line, yours or a library's, makes a tensor with a torch factory and no device=",
+    libraries=True,
 )
 def factory_without_device_on_line(line: Line) -> bool:
     if "device" in line.names or _moves(line):

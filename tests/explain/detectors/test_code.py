@@ -123,3 +123,29 @@ def test_printed_lines_that_begin_inside_a_statement_are_read_from_the_first_tha
     (shown,) = Code.of([Frame("Cell In[2]", 40, "<cell>", "y = model(x)", None, tail)]).shown
     assert shown.failing is not None and shown.failing.lineno == 40
     assert Code.of([Frame("Cell In[2]", 40, "<cell>", "y = f(a,", None, ("y = f(a,",))]).shown == ()
+
+
+LIBRARY = """\
+import torch
+
+
+def cascade(inputs, steps):
+    total = torch.zeros(inputs.shape[0])
+    for step in steps:
+        inputs, change = step(inputs)
+        total += change
+    return inputs, total
+"""
+
+
+def test_an_installed_library_s_failing_line_is_read_for_what_it_reads_and_never_as_the_user_s(tmp_path):
+    package = tmp_path / "env" / "site-packages" / "flows"
+    package.mkdir(parents=True)
+    (package / "base.py").write_text(LIBRARY)
+    frame = Frame(path=str(package / "base.py"), line=8, function="cascade", code="total += change", library="flows")
+    code = Code.of([frame])
+    assert code.scopes == () and [scope.line for scope in code.library] == [8]
+    found = list(registered()["failing-line-reads-unplaced-factory"].run(code))
+    assert found == ["base.py:8: `total` (line 5: `torch.zeros(...)`) made without device="]
+    pytorch = Frame(path=str(package / "base.py"), line=8, function="cascade", code="total += change", library="torch")
+    assert Code.of([pytorch]).library == ()

@@ -54,3 +54,15 @@ def test_every_detector_has_fixtures_that_it_finds_and_leaves() -> None:
 
 def test_a_fixture_names_a_detector_that_exists() -> None:
     assert {file.stem for file in FIXTURES.glob("*.yaml")} <= set(registered())
+
+
+def test_a_library_line_that_makes_a_tensor_without_a_device_counts_and_pytorch_s_own_does_not() -> None:
+    # the printed line of an installed library (a real ART thread's shape), then PyTorch's own internals
+    code = "torch.autograd.backward(preds[:, label], torch.Tensor([1.0] * len(preds)), retain_graph=True)"
+    library = Frame(
+        path="/env/site-packages/art/classifiers/pytorch.py", line=211, function="f", code=code, library="art"
+    )
+    found = list(registered()["factory-without-device-on-line"].run(Code.of([library], read_files=False)))
+    assert found and found[0].startswith("pytorch.py:211")
+    own = Frame(path="/env/site-packages/torch/functional.py", line=9, function="f", code=code, library="torch")
+    assert list(registered()["factory-without-device-on-line"].run(Code.of([own], read_files=False))) == []
