@@ -239,17 +239,19 @@ def _anchor(frame: Frame, lines: Lines | None) -> int | str:
     inside = [n for n in holds if lines is not None and _in_function(lines.text, n, frame.function)]
     if len(inside) == 1:
         return inside[0]
-    if (
-        lines is not None
-        and 0 < number <= len(lines.text)
-        and _squeezed(lines.text[number - 1]) == _squeezed(frame.code)
-    ):
-        return number  # a console that wrapped the paste put spaces inside a word: the printed line, as it ran
+    # A console that wrapped the paste put spaces inside a word, or a formatter changed the spacing and the
+    # quotes since the run: the same line once both are ignored, at the printed number or the nearest one.
+    if lines is not None:
+        key = _squeezed(frame.code)
+        around = range(max(number - DRIFT, 1), min(number + DRIFT, len(lines.text)) + 1)
+        near = sorted((abs(n - number), n) for n in around if _squeezed(lines.text[n - 1]) == key)
+        if near and (len(near) == 1 or near[0][0] < near[1][0]):
+            return near[0][1]
     return f"its line {number} is not the traceback's `{frame.code.strip()}`, so it is another file of that name"
 
 
 def _squeezed(line: str) -> str:
-    return "".join(as_pasted(line).split())
+    return "".join(as_pasted(line).split()).replace("'", '"')
 
 
 def _in_function(text: list[str], number: int, function: str | None) -> bool:
