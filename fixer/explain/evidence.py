@@ -22,52 +22,51 @@ DEVICE = rf"(?:{KNOWN_DEVICE}|[a-z][a-z0-9_]*:\d+)"
 
 # Each shape names the groups it has: com (the common device), off (the odd one out), arg, op.
 # Type-name groups (com_type/off_type) carry legacy type names such as torch.cuda.FloatTensor.
-_SHAPES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.S)
-    for p in (
-        rf"but got (?P<arg>\w+) is on (?P<off>{DEVICE}), different from other tensors on (?P<com>{DEVICE})"
-        r"(?: \(when checking argument in method (?P<op>\w+)\))?",
-        rf"found at least two devices\s*,?\s*(?P<com>{DEVICE}) and (?P<off>{DEVICE})!?"
-        r"(?:\s*\(when checking (?:arugment|argument) for argument (?P<arg>\w+) in method (?P<op>\w+)\))?",
-        r"Device Propagation for (?P<op>aten\.\w+)(?:\.\w+)?, found two different devices "
-        rf"(?P<com>{DEVICE}), (?P<off>{DEVICE})",
-        rf"found input tensor at (?P<com>{DEVICE}) and (?P<arg>hidden|parameter) tensor at (?P<off>{DEVICE})",
-        r"Input type \((?P<com_type>[\w.:]+)\) and (?P<arg>weight|bias) type \((?P<off_type>[\w.:]+)\)",
-        rf"Received (?P<com>{DEVICE}) and (?P<off>{DEVICE})",
-        r"Tensor for (?:argument #\d+ )?'(?P<arg>\w+)' is on CPU,.*?expected (?:it|them) to be on GPU"
-        r"(?: \(while checking arguments for (?P<op>\w+)\))?",
-        r"Expected object of (?:device type|backend) (?P<com_type>\w+) but (?:got|found) (?:device type|backend) "
-        r"(?P<off_type>\w+) for (?:argument|sequence element \d+ in sequence argument at position) #\d+ "
-        r"'(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
-        r"Expected object of type (?P<com_type>[\w.]+) but found type (?P<off_type>[\w.]+) "
-        r"for argument #\d+ '(?P<arg>\w+)'",
-        # TensorIterator before 1.6 expected the first operand's device: either side may be the odd one.
-        r"expected (?:backend|device) (?P<com_type>[\w:]+) and dtype \w+ but got (?:backend|device) "
-        r"(?P<off_type>[\w:]+) and dtype(?P<either>)",
-        rf"expected device (?P<com>{DEVICE}) but got device (?P<off>{DEVICE})(?P<either>)",
-        r"expected type (?P<com_type>torch\.[\w.]+) but got (?P<off_type>torch\.[\w.]+)(?P<either>)",
-        rf"on device (?P<com>{DEVICE}) \(device_ids\[0\]\) but found one of them on device: (?P<off>{DEVICE})",
-        rf"can't convert (?P<off>{DEVICE}) device type tensor to numpy",
-        r"can't convert (?P<off_type>CUDA) tensor to numpy",
-        r"Expected a '(?P<com_type>\w+)' device type for generator but found '(?P<off_type>\w+)'",
-        rf"Tensor on device (?P<off>{DEVICE}) is not on the expected device (?P<com>{DEVICE})",
-        rf"Devices (?P<com>{DEVICE}) and (?P<off>{DEVICE}) are not equal",
-        rf"indices should be either on cpu or on the same device as the indexed tensor \((?P<com>{DEVICE})\)",
-        # TensorIterator's out= and in-place check, 1.0-1.5: the output is the odd one out.
-        r"output with (?:device|backend|type) (?P<off_type>[\w.:]+)(?: and dtype \w+)? doesn't match the desired "
-        r"(?:device|backend|type) (?P<com_type>[\w.:]+)",
-        # Checks of the device alone: equal names here are 0.4's misprint, never a dtype mismatch.
-        r"Expected tensor to have (?P<com_type>\w+) (?:DeviceType|Backend), but got tensor with (?P<off_type>\w+) "
-        r"(?:DeviceType|Backend)(?P<device_check>)(?: \(while checking arguments for (?P<op>\w+))?",
-        rf"expected '(?P<arg>\w+)' to be a (?P<com_type>CPU) tensor, ?but got (?:a (?P<off_type>CUDA) tensor|tensor on "
-        rf"(?P<off>{DEVICE}))",
-        r"expected '(?P<arg>\w+)' to be (?P<com_type>CUDA), but got (?P<off_type>CPU)",
-        rf"(?i:expected all tensors to be on the same device)\. Found: (?P<com>{DEVICE}), (?P<off>{DEVICE})",
-        rf"Tensor for argument (?P<arg>\w+) is on (?P<off>{DEVICE}) but expected on (?P<com>mps)",
-        rf"Expected scalars to be on CPU, got (?P<off>{DEVICE}) instead",
-        r"Input and (?P<arg>hidden|parameter) CUDA tensors are not at the same GPU, found input tensor at "
-        r"(?P<com>(?i:cuda):\d+) and (?:hidden|parameter) tensor at (?P<off>(?i:cuda):\d+)",
-    )
+# Kept as text and searched with `re.search`, whose cache compiles a shape the first time a message
+# reaches it: a message stops at the first shape it has, so a run compiles only the shapes before it.
+_SHAPES: tuple[str, ...] = (
+    rf"but got (?P<arg>\w+) is on (?P<off>{DEVICE}), different from other tensors on (?P<com>{DEVICE})"
+    r"(?: \(when checking argument in method (?P<op>\w+)\))?",
+    rf"found at least two devices\s*,?\s*(?P<com>{DEVICE}) and (?P<off>{DEVICE})!?"
+    r"(?:\s*\(when checking (?:arugment|argument) for argument (?P<arg>\w+) in method (?P<op>\w+)\))?",
+    r"Device Propagation for (?P<op>aten\.\w+)(?:\.\w+)?, found two different devices "
+    rf"(?P<com>{DEVICE}), (?P<off>{DEVICE})",
+    rf"found input tensor at (?P<com>{DEVICE}) and (?P<arg>hidden|parameter) tensor at (?P<off>{DEVICE})",
+    r"Input type \((?P<com_type>[\w.:]+)\) and (?P<arg>weight|bias) type \((?P<off_type>[\w.:]+)\)",
+    rf"Received (?P<com>{DEVICE}) and (?P<off>{DEVICE})",
+    r"Tensor for (?:argument #\d+ )?'(?P<arg>\w+)' is on CPU,.*?expected (?:it|them) to be on GPU"
+    r"(?: \(while checking arguments for (?P<op>\w+)\))?",
+    r"Expected object of (?:device type|backend) (?P<com_type>\w+) but (?:got|found) (?:device type|backend) "
+    r"(?P<off_type>\w+) for (?:argument|sequence element \d+ in sequence argument at position) #\d+ "
+    r"'(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
+    r"Expected object of type (?P<com_type>[\w.]+) but found type (?P<off_type>[\w.]+) "
+    r"for argument #\d+ '(?P<arg>\w+)'",
+    # TensorIterator before 1.6 expected the first operand's device: either side may be the odd one.
+    r"expected (?:backend|device) (?P<com_type>[\w:]+) and dtype \w+ but got (?:backend|device) "
+    r"(?P<off_type>[\w:]+) and dtype(?P<either>)",
+    rf"expected device (?P<com>{DEVICE}) but got device (?P<off>{DEVICE})(?P<either>)",
+    r"expected type (?P<com_type>torch\.[\w.]+) but got (?P<off_type>torch\.[\w.]+)(?P<either>)",
+    rf"on device (?P<com>{DEVICE}) \(device_ids\[0\]\) but found one of them on device: (?P<off>{DEVICE})",
+    rf"can't convert (?P<off>{DEVICE}) device type tensor to numpy",
+    r"can't convert (?P<off_type>CUDA) tensor to numpy",
+    r"Expected a '(?P<com_type>\w+)' device type for generator but found '(?P<off_type>\w+)'",
+    rf"Tensor on device (?P<off>{DEVICE}) is not on the expected device (?P<com>{DEVICE})",
+    rf"Devices (?P<com>{DEVICE}) and (?P<off>{DEVICE}) are not equal",
+    rf"indices should be either on cpu or on the same device as the indexed tensor \((?P<com>{DEVICE})\)",
+    # TensorIterator's out= and in-place check, 1.0-1.5: the output is the odd one out.
+    r"output with (?:device|backend|type) (?P<off_type>[\w.:]+)(?: and dtype \w+)? doesn't match the desired "
+    r"(?:device|backend|type) (?P<com_type>[\w.:]+)",
+    # Checks of the device alone: equal names here are 0.4's misprint, never a dtype mismatch.
+    r"Expected tensor to have (?P<com_type>\w+) (?:DeviceType|Backend), but got tensor with (?P<off_type>\w+) "
+    r"(?:DeviceType|Backend)(?P<device_check>)(?: \(while checking arguments for (?P<op>\w+))?",
+    rf"expected '(?P<arg>\w+)' to be a (?P<com_type>CPU) tensor, ?but got (?:a (?P<off_type>CUDA) tensor|tensor on "
+    rf"(?P<off>{DEVICE}))",
+    r"expected '(?P<arg>\w+)' to be (?P<com_type>CUDA), but got (?P<off_type>CPU)",
+    rf"(?i:expected all tensors to be on the same device)\. Found: (?P<com>{DEVICE}), (?P<off>{DEVICE})",
+    rf"Tensor for argument (?P<arg>\w+) is on (?P<off>{DEVICE}) but expected on (?P<com>mps)",
+    rf"Expected scalars to be on CPU, got (?P<off>{DEVICE}) instead",
+    r"Input and (?P<arg>hidden|parameter) CUDA tensors are not at the same GPU, found input tensor at "
+    r"(?P<com>(?i:cuda):\d+) and (?:hidden|parameter) tensor at (?P<off>(?i:cuda):\d+)",
 )
 
 
@@ -136,7 +135,7 @@ def extract(tb: Traceback, *, read_code: bool = True, read_files: bool = True) -
     # Users re-wrap long messages (`cpu\nand cuda:0`): the sentences are matched with their spaces unified.
     messages = tuple(dict.fromkeys(" ".join(m.split()) for m in tb.messages if m))  # a loop re-raising repeats one
     joined = "\n".join(messages)
-    shape = next((m for p in _SHAPES if (m := p.search(joined))), None)
+    shape = next((m for p in _SHAPES if (m := re.search(p, joined, re.S))), None)
     groups = shape.groupdict() if shape else {}
     common = groups.get("com") or _kind_or_none(groups.get("com_type"))
     offending = groups.get("off") or _kind_or_none(groups.get("off_type"))

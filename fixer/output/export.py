@@ -399,7 +399,7 @@ def patterns() -> dict[str, Any]:
         "torch_checkout": _python_regex(_libraries._TORCH_CHECKOUT),
         "stdlib": _python_regex(_libraries._STDLIB),
         "device_token": _python_regex(_evidence._DEVICE_TOKEN),
-        "shapes": [_python_regex(shape) for shape in _evidence._SHAPES],
+        "shapes": [_python_regex(re.compile(shape, re.S)) for shape in _evidence._SHAPES],
         "op_wrapper": _python_regex(_evidence._OP_WRAPPER),
         "op_legacy": _python_regex(_evidence._OP_LEGACY),
         "normalise": [
