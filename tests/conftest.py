@@ -103,6 +103,23 @@ def gloo(tmp_path: Path) -> Iterator[None]:
         dist.destroy_process_group()
 
 
+def thread(url: object) -> str:
+    """A thread's address as the sets compare it: no fragment, query or trailing slash."""
+    return re.sub(r"[#?].*", "", str(url)).rstrip("/")
+
+
+def threads_outside(catalog: Catalog, own: Path) -> set[str]:
+    """The threads of the KB's examples and of every labelled set but `own`: a validation set must
+    share none of them, or it validates what fixer was built from."""
+    used = {thread(example.source) for entry in catalog for example in entry.examples}
+    sets = [CORPUS, ROOT / "benchmarks" / "census" / "census.yaml", ROOT / "benchmarks" / "realcode" / "threads.yaml"]
+    sets += [ROOT / "benchmarks" / d / f"{h}.yaml" for d in ("unseen", "interview") for h in ("tune", "holdout")]
+    for path in sets:
+        if path.exists() and path.resolve() != own.resolve():
+            used |= {thread(item["source"]) for item in yaml.safe_load(path.read_text(encoding="utf-8"))}
+    return used
+
+
 def missing_imports(code: str, loads: Iterable[str] = ()) -> list[str]:
     """The top-level packages `code` imports, or that the libraries it calls `loads` on their own, that
     are not installed here: a repro of a library's error (bitsandbytes, keras) cannot show it without that

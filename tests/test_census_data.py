@@ -4,19 +4,14 @@ everything fixer was built or tuned on, causes the KB holds or says it lacks, an
 from __future__ import annotations
 
 import hashlib
-import re
 
 import yaml
-from conftest import CORPUS, ROOT
+from conftest import ROOT, thread, threads_outside
 
 from fixer.kb.catalog import Catalog
 
 CENSUS = ROOT / "benchmarks" / "census"
 ITEMS = yaml.safe_load((CENSUS / "census.yaml").read_text(encoding="utf-8"))
-
-
-def _thread(url: object) -> str:
-    return re.sub(r"[#?].*", "", str(url)).rstrip("/")
 
 
 def test_items_are_whole_and_name_a_kb_cause_or_a_new_one(catalog: Catalog) -> None:
@@ -38,15 +33,9 @@ def test_the_split_is_the_hash_of_the_source() -> None:
 
 
 def test_no_thread_is_also_a_kb_example_or_in_another_benchmark(catalog: Catalog) -> None:
-    used = {_thread(example.source) for entry in catalog for example in entry.examples}
-    halves = ("tune", "holdout")
-    others = [CORPUS, *(ROOT / "benchmarks" / d / f"{h}.yaml" for d in ("unseen", "interview") for h in halves)]
-    for path in others:
-        if path.exists():
-            used |= {_thread(item["source"]) for item in yaml.safe_load(path.read_text(encoding="utf-8"))}
-    threads = [_thread(item["source"]) for item in ITEMS]
+    threads = [thread(item["source"]) for item in ITEMS]
     assert len(set(threads)) == len(threads)
-    assert not set(threads) & used
+    assert not set(threads) & threads_outside(catalog, CENSUS / "census.yaml")
 
 
 def test_every_stratum_has_its_log() -> None:

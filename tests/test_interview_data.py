@@ -4,11 +4,9 @@ or tuned on."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import yaml
-from conftest import CORPUS, ROOT
+from conftest import CORPUS, ROOT, thread
 
 from fixer.kb.catalog import Catalog
 
@@ -18,10 +16,6 @@ VOCABULARY = set(yaml.safe_load((INTERVIEW / "facts.yaml").read_text()))
 
 def _items(name: str) -> list[dict]:
     return yaml.safe_load((INTERVIEW / name).read_text())
-
-
-def _thread(url: object) -> str:
-    return re.sub(r"[#?].*", "", str(url)).rstrip("/")
 
 
 @pytest.mark.parametrize("name", ["tune.yaml", "holdout.yaml"])
@@ -37,11 +31,11 @@ def test_items_name_known_causes_and_only_facts_of_the_vocabulary(name: str, cat
 
 
 def test_the_holdout_shares_no_thread_with_the_kb_the_corpora_or_the_tune_half(catalog: Catalog):
-    used = {_thread(example.source) for entry in catalog for example in entry.examples}
-    used |= {_thread(item["source"]) for item in _items("tune.yaml")}
+    used = {thread(example.source) for entry in catalog for example in entry.examples}
+    used |= {thread(item["source"]) for item in _items("tune.yaml")}
     for corpus in (CORPUS, ROOT / "benchmarks" / "unseen" / "tune.yaml"):
         if corpus.exists():
-            used |= {_thread(item["source"]) for item in yaml.safe_load(corpus.read_text())}
-    holdout = [_thread(item["source"]) for item in _items("holdout.yaml")]
+            used |= {thread(item["source"]) for item in yaml.safe_load(corpus.read_text())}
+    holdout = [thread(item["source"]) for item in _items("holdout.yaml")]
     assert len(holdout) >= 60 and len(set(holdout)) == len(holdout)
     assert not set(holdout) & used

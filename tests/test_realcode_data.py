@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import CORPUS, ROOT
+from conftest import ROOT, thread, threads_outside
 
 from fixer.explain.parse import parse
 from fixer.kb.catalog import Catalog
@@ -31,10 +31,6 @@ def _benchmark():  # benchmarks/ is not a package: load the script as the module
 realcode = _benchmark()
 
 
-def _thread(url: object) -> str:
-    return re.sub(r"[#?].*", "", str(url)).rstrip("/")
-
-
 def test_items_are_whole_and_name_their_code_and_cause(catalog: Catalog) -> None:
     assert len({item["id"] for item in ITEMS}) == len(ITEMS) >= 30
     for item in ITEMS:
@@ -53,14 +49,9 @@ def test_a_shown_frame_lies_under_the_root() -> None:
 
 
 def test_no_thread_is_also_a_kb_example_or_in_another_benchmark(catalog: Catalog) -> None:
-    used = {_thread(example.source) for entry in catalog for example in entry.examples}
-    others = [CORPUS, ROOT / "benchmarks" / "census" / "census.yaml"]
-    others += [ROOT / "benchmarks" / d / f"{h}.yaml" for d in ("unseen", "interview") for h in ("tune", "holdout")]
-    for path in others:
-        used |= {_thread(item["source"]) for item in yaml.safe_load(path.read_text(encoding="utf-8"))}
-    threads = [_thread(item["source"]) for item in ITEMS]
+    threads = [thread(item["source"]) for item in ITEMS]
     assert len(set(threads)) == len(threads)
-    assert not set(threads) & used
+    assert not set(threads) & threads_outside(catalog, REALCODE / "threads.yaml")
 
 
 def test_every_stratum_has_its_log() -> None:

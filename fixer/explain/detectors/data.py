@@ -61,9 +61,8 @@ def factory_meets_moved_on_failing_line(code: Code) -> Iterator[str]:
     for scope in code.showing:
         if scope.failing is None:
             continue
-        used = {n.id for n in ast.walk(scope.failing) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         made, moved = [], []
-        for name in sorted(used):
+        for name in _names_read(scope.failing):
             source = _last_assignment(scope, name)
             value = syntax.value_of(source) if source is not None else None
             if source is None or value is None:
@@ -91,16 +90,21 @@ def failing_line_reads_unplaced_factory(code: Code) -> Iterator[str]:
     for scope in (*code.showing, *code.library):
         if scope.failing is None or scope.function is None:
             continue
-        used = {n.id for n in ast.walk(scope.failing) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        if isinstance(scope.failing, ast.AugAssign) and isinstance(scope.failing.target, ast.Name):
-            used.add(scope.failing.target.id)  # `total += x` reads `total` too
         made = [
             f"`{name}` (line {found[0]}: `torch.{found[1]}(...)`)"
-            for name in sorted(used)
+            for name in _names_read(scope.failing)
             if (found := _made_at(scope, name))
         ]
         if made:
             yield f"{scope.where(scope.failing)}: {', '.join(made)} made without device="
+
+
+def _names_read(statement: ast.stmt) -> list[str]:
+    """The names a statement reads, sorted; `total += x` reads `total` too."""
+    used = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+        used.add(statement.target.id)
+    return sorted(used)
 
 
 def _made_at(scope: Scope, name: str) -> tuple[int, str] | None:
