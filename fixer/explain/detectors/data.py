@@ -248,9 +248,7 @@ def model_moved_not_its_inputs(code: Code) -> Iterator[str]:
     finds="the code moves its model or data to a device, but a tensor passed on the failing line never is",
 )
 def argument_never_moved(code: Code) -> Iterator[str]:
-    """At the innermost line of the user's code, where their data meets the op: an outer frame passes
-    objects, settings and whole loaders down, which no one moves."""
-    for scope in code.scopes[:1]:
+    for scope in code.scopes:
         if not any(syntax.placed(statement) for statement in scope.before):
             continue
         for call in scope.failing_calls:

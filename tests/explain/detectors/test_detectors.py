@@ -66,32 +66,3 @@ def test_a_library_line_that_makes_a_tensor_without_a_device_counts_and_pytorch_
     assert found and found[0].startswith("pytorch.py:211")
     own = Frame(path="/env/site-packages/torch/functional.py", line=9, function="f", code=code, library="torch")
     assert list(registered()["factory-without-device-on-line"].run(Code.of([own], read_files=False))) == []
-
-
-OUTER_AND_INNER = """\
-import torch
-
-
-def train(model, loader, stopper, settings):
-    for x in loader:
-        loss = model(x.to("cuda")).sum()
-        stopper.step(loss)
-    return loss
-
-
-model = torch.nn.Linear(3, 1).to("cuda")
-stopper = make_stopper()
-settings = dict(epochs=3)
-train(model, [torch.randn(2, 3)], stopper, settings)
-"""
-
-
-def test_only_the_innermost_user_line_is_asked_what_it_passes_unmoved(tmp_path: Path) -> None:
-    # pykeen's shape: the outer frame hands objects and settings down; none of them is data to move
-    script = tmp_path / "train.py"
-    script.write_text(OUTER_AND_INNER)
-    frames = [
-        Frame(path=str(script), line=14, function="<module>", code=OUTER_AND_INNER.splitlines()[13], library=None),
-        Frame(path=str(script), line=6, function="train", code=OUTER_AND_INNER.splitlines()[5].strip(), library=None),
-    ]
-    assert list(registered()["argument-never-moved"].run(Code.of(frames))) == []
