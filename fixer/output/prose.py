@@ -11,6 +11,7 @@ for text (a paragraph, heading, list item or quote; the prefix is the list marke
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -20,6 +21,7 @@ from rich.text import Text
 from fixer.output import highlight
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
 Block = dict[str, Any]
@@ -30,14 +32,12 @@ _OPEN = {"strong_open": "bold", "em_open": "italic", "s_open": "strike", "link_o
 
 def parse(markdown: str) -> list[Block]:
     """The blocks of a Markdown text, as `render` lays them out."""
-    from markdown_it import MarkdownIt
-
     blocks: list[Block] = []
     lists: list[list[Any]] = []  # per open list: [ordered, the next number, tight]
     quotes = 0
     marker = ""  # the list marker the next line of text starts with
     heading = False
-    for token in MarkdownIt("commonmark").parse(markdown.strip()):
+    for token in _parser().parse(markdown.strip()):
         kind = token.type
         if kind in ("bullet_list_open", "ordered_list_open"):
             lists.append([kind == "ordered_list_open", int(token.attrGet("start") or 1), True])
@@ -69,6 +69,14 @@ def parse(markdown: str) -> list[Block]:
         elif kind == "html_block":
             blocks.append({"prefix": "", "spans": [[token.content.rstrip("\n"), ""]], "gap": True})
     return blocks
+
+
+@cache
+def _parser() -> MarkdownIt:
+    """One parser for every text: making one costs more than parsing a card's prose with it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
 
 
 def _spans(children: Sequence[Token]) -> list[list[str]]:
