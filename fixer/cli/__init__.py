@@ -196,6 +196,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             color=args.color,
             answers=args.answer,
             look=not args.no_project,
+            libraries=args.libraries,
         )
     if args.command == "patch":
         from fixer.cli.patch import patch, revert

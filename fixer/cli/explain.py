@@ -36,11 +36,13 @@ def explain_text(
     exit_zero: bool = False,
     answers: Sequence[tuple[str, bool]] = (),
     look: bool = True,
+    libraries: bool = False,
 ) -> int:
     """Explain the text; passing a log through (plain `fixer` on a pipe), the exit status says whether the
     log shows a traceback, so `python train.py 2>&1 | fixer` fails a CI job when the script crashed.
     `answers`: (fact, yes) pairs given on the command line; `look`: read the project around the current
-    directory for the answers it shows."""
+    directory for the answers it shows; `libraries`: patch the installed libraries' files the traceback
+    names as well as the user's own."""
     from fixer.explain.match import Matcher
     from fixer.explain.project import current
 
@@ -54,7 +56,7 @@ def explain_text(
         result = given(result, answers)
     if not (as_json or markdown or passthrough) and can_ask(no_input=no_input):
         result = narrowed(result, color)
-    patches = local_patches(result) if not markdown else []
+    patches = local_patches(result, libraries=libraries) if not markdown else []
     if as_json:
         from fixer.explain.narrow import certainty
         from fixer.output.report import explain_out, to_json
@@ -160,15 +162,16 @@ class _Prompt:
             prompt = Text("  y, n, ? to see how to find out, or Enter if you don't know: ", style="dim")
 
 
-def local_patches(result: Explanation) -> list[Patch]:
-    """The best match's patch when the traceback's own files are here; LibCST loads only then."""
+def local_patches(result: Explanation, *, libraries: bool = False) -> list[Patch]:
+    """The best match's patch when the traceback's own files are here (with `libraries`, the installed
+    libraries' files it names too); LibCST loads only then."""
     if result.traceback is None or not result.read or not result.traceback.all_frames:
         return []
     from fixer.patching import registry
-    from fixer.patching.targets import user_files
+    from fixer.patching.targets import locate
 
     codemod = result.read[0].card.fix_codemod
-    files = user_files(result.traceback) if codemod in registry.CODEMODS else {}
+    files = locate(result.traceback, libraries=libraries).files if codemod in registry.CODEMODS else {}
     if not files:
         return []
     from fixer.patching.plan import propose

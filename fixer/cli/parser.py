@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer a follow-up question without being asked (repeatable): the fact is the one --json names "
         "as uncertain.question_fact, and `fixer questions` lists them",
     )
+    _libraries_option(explain)
     explain.add_argument(
         "--no-project",
         action="store_true",
@@ -158,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="undo the last --apply in the project (--root), in files unchanged since; reads no traceback",
     )
     patch.add_argument("--json", action="store_true", help="the patches as JSON")
+    _libraries_option(patch)
 
     diagnose = commands.add_parser(
         "diagnose",
@@ -354,6 +356,16 @@ def _report_options(command: argparse.ArgumentParser, json_help: str) -> None:
         action="store_true",
         help="with --markdown or --json, for a public post: paths from the package or home on (SITE-PACKAGES:, "
         "HOME:), no user or host names, IP addresses, tokens, keys or signed URLs",
+    )
+
+
+def _libraries_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--libraries",
+        action="store_true",
+        help="also show the fix to the installed libraries the traceback passes through, where a library's own "
+        "line fails (never PyTorch itself): a diff to send upstream or apply by hand, since --apply never "
+        "writes into site-packages",
     )
 
 

@@ -41,7 +41,7 @@ def patch(text: str, args: argparse.Namespace) -> int:
     from fixer.patching.targets import locate
 
     root = _root(args.root)
-    located = locate(result.traceback)
+    located = locate(result.traceback, libraries=args.libraries)
     for skipped in located.skipped:
         print(f"fixer: {skipped.path}: skipped: {skipped.reason}", file=sys.stderr)
     for moved in located.moved:

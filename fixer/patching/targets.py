@@ -56,8 +56,10 @@ class Located:
     moved: tuple[Moved, ...] = ()  # frames whose line the file holds at another number
 
 
-def locate(frames: Traceback | Iterable[Frame]) -> Located:
-    """Each user .py file here that the traceback saw, innermost first, with the lines it names.
+def locate(frames: Traceback | Iterable[Frame], *, libraries: bool = False) -> Located:
+    """Each user .py file here that the traceback saw, innermost first, with the lines it names; with
+    `libraries`, the installed libraries' files too (never PyTorch's own), for a user who asked to patch
+    them: where a library's own line failed, that is where the fix goes.
 
     A relative path (`File "train.py"`, as Python before 3.9 printed the script it ran) is relative to a
     directory the traceback does not name. It is read against the current directory, unless the
@@ -72,7 +74,7 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
     moved: dict[tuple[str, int], Moved] = {}
     for frame in reversed(frames):
         if frame.path not in existing:
-            existing[frame.path] = _existing(frame)
+            existing[frame.path] = _existing(frame, libraries=libraries)
         path = existing[frame.path]
         if path is None or path in skipped or frame.line is None:
             continue
@@ -85,7 +87,7 @@ def locate(frames: Traceback | Iterable[Frame]) -> Located:
         refusal = (
             f"a relative path, and the traceback's own files ran in {ran_in}, not under this directory"
             if ran_in
-            else (anchored if isinstance(anchored, str) else None) or installed_package(path)
+            else (anchored if isinstance(anchored, str) else None) or (None if libraries else installed_package(path))
         )
         if refusal is not None:
             skipped[path] = Skipped(frame.path, refusal)
@@ -132,11 +134,9 @@ def library_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, 
     a library reads, never patched. PyTorch's own files are left out: its internals are not the cause
     a user's fix changes."""
     frames = tuple(frames.all_frames if isinstance(frames, Traceback) else frames)
-    inner = [
-        f
-        for f in reversed(frames)
-        if not f.is_user and f.library and f.library.split(".")[0] != "torch" and f.line and f.path.endswith(".py")
-    ][:LIBRARY_FRAMES]
+    inner = [f for f in reversed(frames) if not f.is_user and not _torch_own(f) and f.line and f.path.endswith(".py")][
+        :LIBRARY_FRAMES
+    ]
     found: dict[Path, list[int]] = {}
     for frame in inner:
         try:  # isfile is False, not an error, for a name too long for the system or with a NUL byte
@@ -150,10 +150,19 @@ def library_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, 
     return {path: tuple(reversed(numbers)) for path, numbers in found.items()}
 
 
-def _existing(frame: Frame) -> Path | None:
-    """The resolved file of a user frame when one exists here; None for paths no file can have. Tested
-    on the string first: a traceback of thousands of frames names mostly files that are not here."""
-    if not frame.is_user or not frame.path.endswith(".py") or _IN_LIBRARY.search(frame.path):
+def _torch_own(frame: Frame) -> bool:
+    """A frame in PyTorch itself, whose internals are not what a user's fix changes."""
+    return bool(frame.library) and str(frame.library).split(".")[0] == "torch"
+
+
+def _existing(frame: Frame, *, libraries: bool = False) -> Path | None:
+    """The resolved file of a user frame (or, with `libraries`, of a library other than PyTorch) when one
+    exists here; None for paths no file can have. Tested on the string first: a traceback of thousands of
+    frames names mostly files that are not here."""
+    if libraries:
+        if not frame.path.endswith(".py") or _torch_own(frame):
+            return None
+    elif not frame.is_user or not frame.path.endswith(".py") or _IN_LIBRARY.search(frame.path):
         return None
     try:  # isfile is False, not an error, for a name too long for the system or with a NUL byte
         return Path(frame.path).resolve() if os.path.isfile(frame.path) else None

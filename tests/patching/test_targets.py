@@ -147,3 +147,19 @@ def test_the_source_of_an_editable_library_is_not_user_code_but_the_project_itse
     assert user_files(parse(_traceback(str(project)))) == {project: (5,)}
     skipped = locate(parse(_traceback(str(library)))).skipped
     assert "part of transformers, installed in editable mode" in skipped[0].reason
+
+
+def test_installed_libraries_are_targets_only_when_asked_and_torch_never(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    packages = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    for name in ("attacks/cw.py", "torch/functional.py"):
+        (packages / name).parent.mkdir(parents=True, exist_ok=True)
+        (packages / name).write_text(SCRIPT)
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "{packages / "attacks/cw.py"}", line 5, in step\n    return model(x)\n'
+        f'  File "{packages / "torch/functional.py"}", line 5, in step\n    return model(x)\n'
+        f"{MESSAGE}\n"
+    )
+    assert locate(parse(text)).files == {}
+    assert locate(parse(text), libraries=True).files == {(packages / "attacks/cw.py").resolve(): (5,)}
