@@ -26,9 +26,11 @@ Safety = Literal["safe", "unsafe"]
 
 @dataclass(frozen=True)
 class Target:
-    """Lines of this file that the traceback passes through (1-based), innermost last."""
+    """Lines of this file that the traceback passes through (1-based), innermost last; `innermost`: no
+    other file fixer reads holds a frame nearer the error (an outer file only called into it)."""
 
     lines: tuple[int, ...] = ()
+    innermost: bool = True
 
 
 @dataclass(frozen=True)

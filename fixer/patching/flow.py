@@ -436,6 +436,37 @@ def _docstring(statement: cst.BaseStatement) -> bool:
     )
 
 
+# methods whose result on a tensor is a tensor: enough to tell a tensor from other values on the failing line
+TENSOR_METHODS = frozenset(
+    {
+        "abs", "argmax", "argmin", "argsort", "bool", "ceil", "clamp", "clip", "clone", "contiguous", "cuda",
+        "detach", "double", "exp", "flatten", "float", "floor", "half", "int", "log", "log_softmax", "long",
+        "masked_fill", "matmul", "max", "mean", "min", "mul", "permute", "pow", "relu", "reshape", "round",
+        "sigmoid", "softmax", "sqrt", "squeeze", "std", "sum", "t", "tanh", "to", "transpose", "type_as",
+        "unsqueeze", "view", "view_as",
+    }
+)  # fmt: skip
+TORCH_PREFIXES = ("torch.", "F.")
+
+
+def plainly_tensor(value: cst.BaseExpression, before: Before, depth: int = 3) -> bool:
+    """Plainly a tensor: made by a torch function or on a device, returned by a tensor method or by a model
+    that was moved, or a name bound to one of those."""
+    if depth == 0 or literal(value):
+        return False
+    if isinstance(value, cst.Name):
+        bound = before.binding(value.value)
+        return bound is not None and bound.value is not None and plainly_tensor(bound.value, before, depth - 1)
+    if isinstance(value, cst.Call) and not makes_module(value) and before.device_of(value) is not None:
+        return True  # `x.to(device)`, `torch.randn(..., device=d)`, the output of a model that was moved
+    if isinstance(value, cst.Call):
+        name = dotted(value.func) or ""
+        if name.startswith(TORCH_PREFIXES):
+            return True
+        return isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_METHODS
+    return False
+
+
 class _Calls(cst.CSTVisitor):
     def __init__(self, codemod: Codemod, line: int) -> None:
         super().__init__()

@@ -66,12 +66,12 @@ def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
         return []
     codemod = registry.load(codemod_id)
     patches = []
-    for path, lines in files.items():
+    for number, (path, lines) in enumerate(files.items()):  # innermost file first
         try:
             before = path.read_bytes().decode("utf-8")  # bytes: keep the file's own line endings
         except (OSError, UnicodeDecodeError):
             continue
-        edit = run(codemod, before, Target(lines=lines))
+        edit = run(codemod, before, Target(lines=lines, innermost=number == 0))
         if edit is not None:
             patch = Patch(path, before, edit.code, codemod.id, codemod.summary, edit.safety, match.id, edit.why)
             patches.append(_with_needs(patch))

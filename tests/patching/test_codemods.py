@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from fixer.kb.repro import run_script
@@ -64,12 +65,27 @@ def test_codemod_output(case: Path):
         assert result is None, "the codemod changed code it must leave alone"
 
 
-_EXECUTED = [c for c in CASES if _expected(c).exists()]
 # A case whose error only an older PyTorch raises says so on its first line; its loop runs in the others.
 _NEEDS_OLD_TORCH = "# fixer: needs torch<2.1"
+# One whose error no CPU stand-in raises (indexing a CPU tensor with a CUDA index) runs where a GPU is;
+# one that asks for CUDA where there is none fails only on a machine without it.
+_NEEDS_CUDA = "# fixer: needs cuda"
+_NEEDS_NO_CUDA = "# fixer: needs torch without cuda"
 
 
-@pytest.mark.parametrize("case", _EXECUTED, ids=_ids(_EXECUTED))
+def _marks(case: Path) -> list[pytest.MarkDecorator]:
+    first = case.read_text().partition("\n")[0]
+    if first == _NEEDS_CUDA:
+        return [pytest.mark.cuda]
+    if first == _NEEDS_NO_CUDA:
+        return [pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available, so the original runs")]
+    return []
+
+
+_EXECUTED = [pytest.param(c, id=_ids([c])[0], marks=_marks(c)) for c in CASES if _expected(c).exists()]
+
+
+@pytest.mark.parametrize("case", _EXECUTED)
 def test_original_fails_with_the_entry_error_and_patched_code_runs(case: Path, catalog, matcher):
     if case.read_text().startswith(_NEEDS_OLD_TORCH):
         pytest.skip("the error it fixes is raised only by PyTorch before 2.1 (pytorch#103256)")

@@ -208,3 +208,29 @@ def test_apply_keeps_line_endings_and_mode(tmp_path):
     apply(_patch(script, "a = 1\r\nb = 2\r\n", "a = 1\r\nb = 3\r\n"), tmp_path)
     assert script.read_bytes() == b"a = 1\r\nb = 3\r\n"
     assert script.stat().st_mode & 0o777 == 0o750
+
+
+def test_a_library_fix_is_shown_only_when_asked_and_never_written(tmp_path):
+    """The shape of torchattacks' C&W loss: an identity matrix made on the CPU, indexed by CUDA labels."""
+    library = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "attacks" / "cw.py"
+    library.parent.mkdir(parents=True)
+    library.write_text(
+        "import torch\n\n\ndef margin(outputs, labels):\n"
+        "    one_hot = torch.eye(outputs.shape[1])[labels]\n"
+        "    return (one_hot * outputs).sum(1)\n"
+    )
+    log = (
+        "Traceback (most recent call last):\n"
+        f'  File "{library}", line 5, in margin\n'
+        "    one_hot = torch.eye(outputs.shape[1])[labels]\n"
+        "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)\n"
+    )
+    assert _fixer(tmp_path, "patch", "-", stdin=log).returncode == NO_MATCH
+    shown = _fixer(tmp_path, "patch", "--libraries", "-", stdin=log)
+    assert shown.returncode == OK
+    assert "+    one_hot = torch.eye(outputs.shape[1], device=labels.device)[labels]" in shown.stdout
+    refused = _fixer(
+        tmp_path, "patch", "--libraries", "--apply", "--yes", "--unsafe", "--root", str(tmp_path), "-", stdin=log
+    )
+    assert refused.returncode == NOT_APPLIED and "installed library" in refused.stderr
+    assert "device=" not in library.read_text()

@@ -56,6 +56,7 @@ _TENSOR_USES = frozenset(
 _DEVICE_STRING = re.compile(r"^(?:cuda|cpu|mps|xpu|meta|npu|hpu)(?::\d+)?$")
 _SCOPE_NODES = (cst.FunctionDef, cst.ClassDef)
 _NOT_DATA = frozenset({"next", "torch", "iter"})  # names a device expression reads that hold no data
+_CONSTANTS = frozenset({"True", "False", "None"})
 
 
 @dataclass
@@ -93,6 +94,7 @@ class AddDeviceToTensorFactory(Codemod):
         self._names = torch_names(node)  # `th.zeros(...)` after `import torch as th` is a factory too
         self._functions: dict[cst.FunctionDef, cst.ClassDef | None] = {}
         self._index(node, None)
+        self._module_names = {n for unit in self._units(node.body) for n in unit.assigns}  # what a function may read
         innermost = self.target.lines[-1:]
         for line in reversed(self.target.lines):  # innermost first; stop at the first frame that yields a fix
             scope = self._scope_at(line)
@@ -198,7 +200,6 @@ class AddDeviceToTensorFactory(Codemod):
     def _follow(self, scope: _Scope, failing: list[_Unit], depth: int) -> None:
         """Backward data flow from the failing statements: fix the factory calls whose result gets there."""
         needed: set[str] = set().union(*(unit.reads for unit in failing))
-        failing_reads = set(needed)
         feeding = [(unit, False) for unit in failing]  # the failing statement consumes all it reads
         first = scope.units.index(failing[0])
         upstream = set(needed)  # every name the failing line's data is computed from, through layers too
@@ -211,8 +212,8 @@ class AddDeviceToTensorFactory(Codemod):
         for unit, flow in feeding:
             moved = _moved_afterwards(unit.node)
             for call in _calls(unit.node, flow=flow):
-                if _factory(call, self._names) and call not in moved:
-                    device = self._device_for(scope, call, failing_reads)
+                if factory(call, self._names) and call not in moved:
+                    device = self._device_for(scope, call, failing)
                     if device is not None and call not in self._fixes:
                         self._fixes[call] = device
                         self._judge_choice(device, upstream)
@@ -237,7 +238,7 @@ class AddDeviceToTensorFactory(Codemod):
         return None
 
     # -- choosing the device ------------------------------------------------------------------------
-    def _device_for(self, scope: _Scope, call: cst.Call, failing_reads: set[str]) -> cst.BaseExpression | None:
+    def _device_for(self, scope: _Scope, call: cst.Call, failing: list[_Unit]) -> cst.BaseExpression | None:
         index = next(i for i, u in enumerate(scope.units) if _contains(u.node, call))
         before = scope.units[:index]
         bound = {p.name.value for p in scope.params} | {n for u in before for n in u.assigns}
@@ -249,6 +250,11 @@ class AddDeviceToTensorFactory(Codemod):
         sized = _sized_by(call, before, bound)
         if sized is not None:
             return _attr(cst.Name(sized), "device")
+        met = _met(scope.units[index].node, call) or self._met_later(scope.units[index], failing)
+        if met is not None and _root(met) in bound | {"self"} | self._module_names:
+            device = _attr(met, "device")
+            self._met.add(id(device))
+            return device
         for unit in reversed(before):  # a device the code already asks for: `x.device`, `next(...).device`
             for node in _walk(unit.node):
                 if (
@@ -265,16 +271,25 @@ class AddDeviceToTensorFactory(Codemod):
                         return arg.deep_clone()
         tensors = [p.name.value for p in scope.params if p.name.value not in ("self", "cls") and _is_tensor(scope, p)]
         if tensors:
+            failing_reads = set().union(*(unit.reads for unit in failing))
             chosen = next((t for t in tensors if t in failing_reads), tensors[0])
             return _attr(cst.Name(chosen), "device")
         if self._module_with_layers(scope):
             return cst.parse_expression("next(self.parameters()).device")
-        met = _met_in_arithmetic(scope.units[index].node, call)
-        if met is None:
+        return None
+
+    @staticmethod
+    def _met_later(unit: _Unit, failing: list[_Unit]) -> cst.BaseExpression | None:
+        """What the tensor meets at the failing line when it was made earlier and bound to one name there:
+        `s = torch.tensor(...)` above `return s - (end - start)` meets `end`."""
+        if unit in failing or len(unit.assigns) != 1 or not isinstance(unit.node, cst.Assign):
             return None
-        device = _attr(cst.Name(met), "device")
-        self._met.add(id(device))
-        return device
+        name = next(iter(unit.assigns))
+        for later in failing:
+            for node in _walk(later.node):
+                if isinstance(node, cst.Name) and node.value == name and (found := _met(later.node, node)) is not None:
+                    return found
+        return None
 
     def _judge_choice(self, device: cst.BaseExpression, upstream: set[str]) -> None:
         """Safe when the device comes from what the failing line's data is computed from."""
@@ -318,46 +333,94 @@ class AddDeviceToTensorFactory(Codemod):
         device = self._fixes.get(original_node)
         if device is None:
             return updated_node
-        if _factory(original_node, self._names) in MOVED_FACTORIES:
-            return cst.Call(func=_attr(updated_node, "to"), args=[cst.Arg(device)])
-        new = cst.Arg(
-            keyword=cst.Name("device"),
-            value=device,
-            equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-            ),
-        )
-        args = list(updated_node.args)
-        if args and isinstance(args[-1].comma, cst.Comma):  # a trailing comma: keep the layout
-            between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma()
-            new = new.with_changes(comma=args[-1].comma)
-            args[-1] = args[-1].with_changes(comma=between)
-        return updated_node.with_changes(args=[*args, new])
+        return made_on(updated_node, device, moved=factory(original_node, self._names) in MOVED_FACTORIES)
 
 
-def _met_in_arithmetic(statement: cst.CSTNode, call: cst.Call) -> str | None:
-    """The name the new tensor meets in the arithmetic around it, outermost operation first: `w` in
-    `w - torch.FloatTensor(v) * g`, the value the result is combined with and so the device it needs."""
+def made_on(call: cst.Call, device: cst.BaseExpression, *, moved: bool = False) -> cst.Call:
+    """The factory call with `device=` added, keeping a trailing comma's layout; or, for a constructor that
+    takes no usable device (`moved`), its result moved there: `torch.FloatTensor(v).to(d)`."""
+    if moved:
+        return cst.Call(func=_attr(call, "to"), args=[cst.Arg(device)])
+    new = cst.Arg(
+        keyword=cst.Name("device"),
+        value=device,
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    if args and isinstance(args[-1].comma, cst.Comma):  # a trailing comma: keep the layout
+        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma()
+        new = new.with_changes(comma=args[-1].comma)
+        args[-1] = args[-1].with_changes(comma=between)
+    return call.with_changes(args=[*args, new])
+
+
+def _met(statement: cst.CSTNode, made: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The data the new tensor (`made`: the factory call, or the name its result was bound to) meets in
+    the statement, outermost operation first, and so the device it needs: `w` in `w - torch.FloatTensor(v)
+    * g`, `X[i]` in `torch.from_numpy(a) * (X[i][j:k] - m)`, the index `labels` in `torch.eye(n)[labels]`,
+    `preds` in `backward(preds[:, c], torch.ones(n))`."""
     for node in _walk(statement):  # outermost first: a walk meets a parent before its children
         if isinstance(node, cst.BinaryOperation):
             sides = (node.left, node.right)
-            holding = [side for side in sides if _contains(side, call)]
-            if not holding:
-                continue
-            other = sides[1] if holding[0] is sides[0] else sides[0]
-            if isinstance(other, cst.Name) and other.value not in _NOT_DATA:
-                return other.value
+            holding = [side for side in sides if _contains(side, made)]
+            if holding:
+                found = _data(sides[1] if holding[0] is sides[0] else sides[0])
+                if found is not None:
+                    return found
+        elif isinstance(node, cst.Subscript) and node.value is made:
+            for element in node.slice:
+                if isinstance(element.slice, cst.Index) and (found := _data(element.slice.value)) is not None:
+                    return found
+        elif (
+            isinstance(node, cst.Call)
+            and (dotted(node.func) or "").startswith("torch.")
+            and any(arg.value is made for arg in node.args)
+        ):
+            for arg in node.args:
+                if arg.value is not made and arg.keyword is None and (found := _data(arg.value)) is not None:
+                    return found
     return None
+
+
+def _data(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor an operand reads, as an expression whose `.device` is its device: a name, an attribute
+    or an item of one (`X[l]`), with any slicing dropped (`X[l][a:b]` and `p[:, c]` live where `X[l]`
+    and `p` do); in an arithmetic expression, its first such operand. None for numbers and calls."""
+    if isinstance(value, cst.BinaryOperation):
+        return _data(value.left) or _data(value.right)
+    if isinstance(value, cst.UnaryOperation):
+        return _data(value.expression)
+    while isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
+        value = value.value
+    root = value
+    while isinstance(root, (cst.Subscript, cst.Attribute)):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value in _NOT_DATA | _CONSTANTS or root.value in ("np", "numpy", "math"):
+        return None
+    if isinstance(value, cst.Name) or (isinstance(value, (cst.Subscript, cst.Attribute)) and not _calls_in(value)):
+        return value.deep_clone().with_changes(lpar=(), rpar=())
+    return None
+
+
+def _root(value: cst.BaseExpression) -> str | None:
+    """The name an attribute or item chain starts from: `X` for `X[l].data`."""
+    while isinstance(value, (cst.Subscript, cst.Attribute)):
+        value = value.value
+    return value.value if isinstance(value, cst.Name) else None
+
+
+def _calls_in(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, cst.Call) for n in _walk(node))
 
 
 def _sized_by(call: cst.Call, before: list[_Unit], bound: set[str]) -> str | None:
     """The tensor whose shape the new one is built from: `torch.zeros(1, x.size(0), h)` -> `x`."""
     seen: set[str] = set()
     frontier: list[cst.CSTNode] = [arg.value for arg in call.args if arg.keyword is None]
-    for _hop in range(3):
+    for hop in range(3):
         names: set[str] = set()
         for node in frontier:
-            found = _shape_source(node)
+            found = _shape_source(node, lengths=hop == 0)
             if found is not None and found in bound:
                 return found
             names |= {n for n in _reads(node) if "." not in n} - seen
@@ -460,18 +523,23 @@ def _bound(target: cst.CSTNode) -> set[str]:
 
 
 def _moved_afterwards(node: cst.CSTNode) -> set[cst.Call]:
-    """Factory calls whose result is moved at once: `torch.ones(3).to(x.device)`, `.cuda()`, `.type_as(x)`."""
-    return {
-        n.func.value
-        for n in _walk(node)
-        if isinstance(n, cst.Call)
-        and isinstance(n.func, cst.Attribute)
-        and n.func.attr.value in ("to", "cuda", "type_as")
-        and isinstance(n.func.value, cst.Call)
-    }
+    """Factory calls whose result is moved at once: `torch.ones(3).to(x.device)`, `.cuda()`, `.type_as(x)`,
+    also after other methods on the way (`torch.tensor(v).float().to(d)`)."""
+    moved: set[cst.Call] = set()
+    for n in _walk(node):
+        if (
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value in ("to", "cuda", "type_as")
+        ):
+            receiver: cst.BaseExpression | None = n.func.value
+            while isinstance(receiver, cst.Call):
+                moved.add(receiver)
+                receiver = receiver.func.value if isinstance(receiver.func, cst.Attribute) else None
+    return moved
 
 
-def _factory(call: cst.Call, names: dict[str, str]) -> str | None:
+def factory(call: cst.Call, names: dict[str, str]) -> str | None:
     """The torch factory a call is when it makes its tensor on the default device, or None."""
     name = resolved(call.func, names)
     if name is None or not name.startswith("torch.") or name.removeprefix("torch.") not in FACTORIES | MOVED_FACTORIES:
@@ -481,16 +549,24 @@ def _factory(call: cst.Call, names: dict[str, str]) -> str | None:
     return name.removeprefix("torch.")
 
 
-def _shape_source(node: cst.CSTNode) -> str | None:
-    """`x.shape[1]`, `x.size(0)`, `x.shape` inside an expression: the name `x`."""
+def _shape_source(node: cst.CSTNode, *, lengths: bool = False) -> str | None:
+    """`x.shape[1]`, `x.size(0)`, and with `lengths` `len(x)` or `len(x[0])`, inside an expression: the
+    name `x`. A length sizes a tensor only in the factory's own arguments: further up it counts the items
+    of a loop or a list (`for i in range(len(xs))`). An uncalled `.size` is not a tensor's (a PIL image's
+    width and height, a NumPy array's element count)."""
     for n in _walk(node):
-        if (
-            isinstance(n, cst.Attribute)
-            and n.attr.value in ("shape", "size")
-            and isinstance(n.value, cst.Name)
-            and n.value.value not in ("self", "torch", "np", "numpy")
-        ):
-            return n.value.value
+        if isinstance(n, cst.Attribute) and n.attr.value == "shape":
+            found = n.value
+        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "size":
+            found = n.func.value
+        elif lengths and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len" and n.args:
+            found = n.args[0].value
+            while isinstance(found, cst.Subscript):
+                found = found.value
+        else:
+            continue
+        if isinstance(found, cst.Name) and found.value not in ("self", "torch", "np", "numpy"):
+            return found.value
     return None
 
 

@@ -1,17 +1,22 @@
 """numpy-on-cuda-tensor: a tensor on the GPU handed to NumPy, which can only read host memory.
 
-Pattern, on the failing line only: `t.numpy()` where `t` is not already copied with `.cpu()` (and no
-`force=True`), and `np.array(t)` / `np.asarray(t)` / `np.asanyarray(t)` where `t` is plainly a tensor:
-the result of a torch function, of a tensor method such as `.argmax()`/`.softmax()`, or a name bound
-to one. The patch copies the tensor to host memory first: `t.numpy()` becomes `t.detach().cpu().numpy()`
-(`.cpu()` alone after an existing `.detach()`), and `np.asarray(t)` becomes `np.asarray(t.detach().cpu())`,
-so NumPy's own call and its arguments stay as they were.
+Patterns, on the failing lines: `t.numpy()` where `t` is not already copied with `.cpu()` (and no
+`force=True`), and any NumPy function (`np.asarray(t)`, `np.equal(t, v)`) given an argument that is
+plainly a tensor: the result of a torch function, of a tensor method such as `.argmax()`/`.softmax()`,
+or a name bound to one. The patch copies the tensor to host memory first: `t.numpy()` becomes
+`t.detach().cpu().numpy()` (`.cpu()` alone after an existing `.detach()`), and `np.asarray(t)` becomes
+`np.asarray(t.detach().cpu())`, so NumPy's own call and its arguments stay as they were.
 
 Safe: for a tensor already on the CPU that does not require grad, `.detach()` and `.cpu()` return the same
 data without copying, so the array is the same one as before, memory sharing included; for a tensor on
 the GPU or one that requires grad, the original line could only raise. Arguments that might not be
 tensors (containers, names whose origin the file does not show) are left alone, since `.detach()` would
 fail on them.
+
+When the innermost failing line converts nothing itself, the conversion happened inside a function it
+calls (a CPU-only library, or frames the paste cut off). If exactly one call on that line, other than
+torch's own functions and tensor methods, is handed a plain tensor, that argument gets `.cpu()`. Unsafe:
+what the call returns is then on the CPU too, where the code after it may expect the GPU.
 """
 
 from __future__ import annotations
@@ -19,20 +24,8 @@ from __future__ import annotations
 import libcst as cst
 
 from fixer.patching.base import dotted, method_call
-from fixer.patching.flow import Before, PlannedCodemod, keyword, literal, makes_module
+from fixer.patching.flow import TENSOR_METHODS, TORCH_PREFIXES, PlannedCodemod, keyword, plainly_tensor
 
-_NUMPY_CONVERSIONS = ("array", "asarray", "asanyarray")
-# methods whose result on a tensor is a tensor: enough to tell a tensor from other values on the failing line
-_TENSOR_METHODS = frozenset(
-    {
-        "abs", "argmax", "argmin", "argsort", "bool", "ceil", "clamp", "clip", "clone", "contiguous", "cuda",
-        "detach", "double", "exp", "flatten", "float", "floor", "half", "int", "log", "log_softmax", "long",
-        "masked_fill", "matmul", "max", "mean", "min", "mul", "permute", "pow", "relu", "reshape", "round",
-        "sigmoid", "softmax", "sqrt", "squeeze", "std", "sum", "t", "tanh", "to", "transpose", "type_as",
-        "unsqueeze", "view", "view_as",
-    }
-)  # fmt: skip
-_TORCH_PREFIXES = ("torch.", "F.")
 _SAME_ARRAY = "on a CPU tensor .detach().cpu() returns the same data, and on a GPU one the line could only raise"
 
 
@@ -49,6 +42,8 @@ class InsertCpuBeforeNumpy(PlannedCodemod):
                 found = self._numpy_function(call, numpy) or found
             if found:
                 return
+        if self.target.innermost:
+            self._handed_to_a_call(module)
 
     def _numpy_method(self, call: cst.Call) -> bool:
         """`t.numpy()` -> `t.detach().cpu().numpy()`."""
@@ -62,19 +57,56 @@ class InsertCpuBeforeNumpy(PlannedCodemod):
         return True
 
     def _numpy_function(self, call: cst.Call, numpy: set[str]) -> bool:
-        """`np.asarray(t)` -> `np.asarray(t.detach().cpu())` when `t` is plainly a tensor."""
+        """`np.asarray(t)` -> `np.asarray(t.detach().cpu())`, `np.equal(t, v)` -> `np.equal(t.detach().cpu(),
+        v)`: each argument of a NumPy function that is plainly a tensor."""
         name = dotted(call.func)
-        if name is None or not call.args or call.args[0].keyword is not None or call.args[0].star:
+        head = name.rpartition(".")[0] if name else None
+        if head not in numpy:
             return False
-        head, _, function = name.rpartition(".")
-        if head not in numpy or function not in _NUMPY_CONVERSIONS:
+        before = self.before(call)
+        tensors = [
+            n
+            for n, arg in enumerate(call.args)
+            if arg.keyword is None and not arg.star and not _on_host(arg.value) and plainly_tensor(arg.value, before)
+        ]
+        if not tensors:
             return False
-        value = call.args[0].value
-        if _on_host(value) or not _tensor(value, self.before(call)):
-            return False
-        self.rewrite(call, _copy_first_argument)
+        self.rewrite(call, lambda node: _copy_arguments(node, tensors))
         self.judge("safe", _SAME_ARRAY)
         return True
+
+    def _handed_to_a_call(self, module: cst.Module) -> None:
+        """The failing line converts nothing itself, so the conversion happened inside a function it calls
+        (a CPU-only library's, or one whose frames the paste cut): the one call on the innermost line that
+        is handed a tensor gets a host copy of it, `enhance(model, wave.unsqueeze(0))` ->
+        `enhance(model, wave.unsqueeze(0).cpu())`."""
+        innermost = self.target.lines[-1:]
+        found = next((calls for line, calls in self.calls_on_target(module) if list(innermost) == [line]), [])
+        handed = []
+        for call in found:
+            name = dotted(call.func) or ""
+            if name.startswith(TORCH_PREFIXES) or (
+                isinstance(call.func, cst.Attribute) and call.func.attr.value in TENSOR_METHODS
+            ):
+                continue  # torch's own functions and tensor methods take GPU tensors
+            before = self.before(call)
+            tensors = [
+                n
+                for n, arg in enumerate(call.args)
+                if not arg.star and not _on_host(arg.value) and plainly_tensor(arg.value, before)
+            ]
+            if tensors:
+                handed.append((call, tensors))
+        if len(handed) != 1:
+            return  # none, or several calls that could each be the one converting
+        call, tensors = handed[0]
+        self.rewrite(call, lambda node: _copy_arguments(node, tensors, detach=False))
+        shown = dotted(call.func) or "the call"
+        self.judge(
+            "unsafe",
+            f"`{shown}` now gets a copy in host memory: what it returns is on the CPU too, where the code after "
+            "it may expect the GPU",
+        )
 
 
 def _numpy_names(module: cst.Module) -> set[str]:
@@ -107,24 +139,6 @@ def _on_host(value: cst.BaseExpression) -> bool:
     return False
 
 
-def _tensor(value: cst.BaseExpression, before: Before, depth: int = 3) -> bool:
-    """Plainly a tensor: made by a torch function or on a device, returned by a tensor method or by a model
-    that was moved, or a name bound to one of those."""
-    if depth == 0 or literal(value):
-        return False
-    if isinstance(value, cst.Name):
-        bound = before.binding(value.value)
-        return bound is not None and bound.value is not None and _tensor(bound.value, before, depth - 1)
-    if isinstance(value, cst.Call) and not makes_module(value) and before.device_of(value) is not None:
-        return True  # `x.to(device)`, `torch.randn(..., device=d)`, the output of a model that was moved
-    if isinstance(value, cst.Call):
-        name = dotted(value.func) or ""
-        if name.startswith(_TORCH_PREFIXES):
-            return True
-        return isinstance(value.func, cst.Attribute) and value.func.attr.value in _TENSOR_METHODS
-    return False
-
-
 def _to_host(value: cst.BaseExpression) -> cst.Call:
     """`value.detach().cpu()`, or `value.cpu()` when value already ends in `.detach()`."""
     if method_call(value, "detach") is None:
@@ -137,10 +151,15 @@ def _copy_receiver(node: cst.CSTNode) -> cst.CSTNode:
     return node.with_changes(func=node.func.with_changes(value=_to_host(node.func.value)))
 
 
-def _copy_first_argument(node: cst.CSTNode) -> cst.CSTNode:
+def _copy_arguments(node: cst.CSTNode, positions: list[int], *, detach: bool = True) -> cst.CSTNode:
+    """The call with its arguments at `positions` copied to host memory (`.detach().cpu()`, or `.cpu()`)."""
     assert isinstance(node, cst.Call)
-    first, *rest = node.args
-    return node.with_changes(args=[first.with_changes(value=_to_host(first.value)), *rest])
+    args = list(node.args)
+    for n in positions:
+        value = args[n].value
+        copied = _to_host(value) if detach else cst.Call(func=cst.Attribute(value=value, attr=cst.Name("cpu")))
+        args[n] = args[n].with_changes(value=copied)
+    return node.with_changes(args=args)
 
 
 CODEMOD = InsertCpuBeforeNumpy
