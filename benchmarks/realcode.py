@@ -10,9 +10,13 @@ more on the thread's text alone, from an empty folder. It reports:
 
   top-1, text only and with the code;
   threads where the code made the answer worse;
-  patches proposed, on the threads whose upstream fix changed a file the traceback shows;
-  patches at the upstream fix's place: they change a line the fix changes (a first, automatic check;
-  whether a patch equals the fix in effect still needs running both or a labelled comparison);
+  patches proposed, on the threads whose upstream fix changed a file the traceback shows: to the
+  user's own files (what `fixer explain` proposes), and with `--libraries` (the installed libraries'
+  files too, which the upstream fix of a library changed);
+  patches at the upstream fix's place: they change a line the fix changes (a first, automatic check);
+  patches equal in effect to the upstream fix, by a labelled comparison: each item's `reviewed` records
+  the lines a patch fixer proposed adds, read against the upstream fix and labelled equal or differs
+  with why; a patch whose added lines no record holds counts as not reviewed, to be read and labelled;
   the time of an explanation with the code, against the text alone.
 
 The code is not kept in this repository: `--mirrors DIR` reads git mirrors already on disk (laid out as
@@ -30,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
@@ -51,7 +56,9 @@ class Outcome:
     text_first: str | None
     code_first: str | None
     patches: list[dict[str, Any]]
+    library_patches: list[dict[str, Any]]  # with --libraries
     same_place: bool
+    effect: str | None  # "equal" or "differs", as reviewed; None when no patch or no review covers it
     text_seconds: float
     code_seconds: float
     fix_in_shown_file: bool
@@ -129,10 +136,10 @@ def moved(text: str, root: str, placed: Path) -> str:
     return re.sub(re.escape(root) + f"({path_tail})", swap, text)
 
 
-def explain(text: str, cwd: Path) -> tuple[dict[str, Any], float]:
+def explain(text: str, cwd: Path, *options: str) -> tuple[dict[str, Any], float]:
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "fixer", "explain", "--json", "-"],
+        [sys.executable, "-m", "fixer", "explain", "--json", *options, "-"],
         input=text,
         capture_output=True,
         text=True,
@@ -180,9 +187,12 @@ def run_item(item: dict[str, Any], mirrors: Path | None, cache: Path) -> Outcome
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
         cwd.mkdir(parents=True, exist_ok=True)
-        with_code, code_seconds = explain(moved(item["traceback"], str(item["root"]), placed), cwd)
+        laid = moved(item["traceback"], str(item["root"]), placed)
+        with_code, code_seconds = explain(laid, cwd)
+        with_libraries, _ = explain(laid, cwd, "--libraries")
     fix = item["fix"]
     patches = with_code.get("patches", [])
+    library_patches = with_libraries.get("patches", [])
     upstream = changed_lines(upstream_diff(git, fix["commit"], fix.get("files", []))) if fix.get("commit") else set()
     return Outcome(
         id=item["id"],
@@ -190,11 +200,30 @@ def run_item(item: dict[str, Any], mirrors: Path | None, cache: Path) -> Outcome
         text_first=_first(text_only),
         code_first=_first(with_code),
         patches=patches,
-        same_place=any(changed_lines(p["diff"]) & upstream for p in patches),
+        library_patches=library_patches,
+        same_place=any(changed_lines(p["diff"]) & upstream for p in library_patches),
+        effect=reviewed_effect(item.get("reviewed", []), library_patches),
         text_seconds=text_seconds,
         code_seconds=code_seconds,
         fix_in_shown_file=fix["kind"] == "code" and bool(fix.get("in_shown_file")),
     )
+
+
+def added_lines(diff: str) -> set[str]:
+    """The lines a unified diff adds, without their indentation: what a review was written against."""
+    return {
+        line[1:].strip()
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
+    }
+
+
+def reviewed_effect(reviews: list[dict[str, Any]], patches: list[dict[str, Any]]) -> str | None:
+    """The labelled effect of the patches proposed, when a review holds exactly the lines they add."""
+    if not patches:
+        return None
+    added = set().union(*(added_lines(p["diff"]) for p in patches))
+    return next((r["effect"] for r in reviews if set(r["adds"]) == added), None)
 
 
 def _first(document: dict[str, Any]) -> str | None:
@@ -204,26 +233,35 @@ def _first(document: dict[str, Any]) -> str | None:
     return matches[0]["id"] if matches else None
 
 
-def report(outcomes: list[Outcome], verbose: bool) -> None:
+def report(outcomes: list[Outcome], verbose: bool, diffs: bool = False) -> None:
     n = len(outcomes)
     text_right = sum(o.text_first == o.expect for o in outcomes)
     code_right = sum(o.code_first == o.expect for o in outcomes)
     worse = [o.id for o in outcomes if o.text_first == o.expect and o.code_first != o.expect]
     shown = [o for o in outcomes if o.fix_in_shown_file]
     proposed = [o for o in shown if o.patches]
+    anywhere = [o for o in shown if o.library_patches]
     print(f"threads                       {n}")
     print(f"top-1, text only              {text_right}/{n} ({text_right / n:.2f})")
     print(f"top-1, with the code          {code_right}/{n} ({code_right / n:.2f})")
     print(f"worse with the code           {len(worse)}{': ' + ', '.join(worse) if worse else ''}")
     print(f"patches proposed              {len(proposed)}/{len(shown)} threads fixed upstream in a shown file")
-    print(f"  at the upstream fix's place {sum(o.same_place for o in proposed)}/{len(proposed)}")
+    print(f"  with --libraries            {len(anywhere)}/{len(shown)}")
+    print(f"  at the upstream fix's place {sum(o.same_place for o in anywhere)}/{len(anywhere)}")
+    equal = sum(o.effect == "equal" for o in anywhere)
+    unreviewed = [o.id for o in anywhere if o.effect is None]
+    print(f"  equal in effect (reviewed)  {equal}/{len(anywhere)}")
+    print(f"  not reviewed yet            {len(unreviewed)}{': ' + ', '.join(unreviewed) if unreviewed else ''}")
     ratios = [o.code_seconds / o.text_seconds for o in outcomes]
     print(f"time with the code / text     median {statistics.median(ratios):.2f}x, max {max(ratios):.2f}x")
     if verbose:
         for o in outcomes:
             marks = f"{'+' if o.text_first == o.expect else '-'}{'+' if o.code_first == o.expect else '-'}"
             patch = f" patch{'=' if o.same_place else ''}" if o.patches else ""
+            patch += f" library-patch{'=' if o.same_place else ''}" if o.library_patches and not o.patches else ""
             print(f"  {marks} {o.id}: expect {o.expect}; text {o.text_first}; code {o.code_first}{patch}")
+            for proposed in o.library_patches if diffs else ():
+                print(textwrap.indent(proposed["diff"], "      "), end="")
 
 
 def main() -> int:
@@ -232,6 +270,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "fixer-realcode")
     parser.add_argument("--only", action="append", default=[], metavar="ID")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--diffs", action="store_true", help="with --verbose: each patch proposed (--libraries)")
     args = parser.parse_args()
     items = yaml.safe_load(THREADS.read_text(encoding="utf-8"))
     items = [item for item in items if not args.only or item["id"] in args.only]
@@ -239,7 +278,7 @@ def main() -> int:
     for number, item in enumerate(items, 1):
         print(f"[{number}/{len(items)}] {item['id']}", file=sys.stderr)
         outcomes.append(run_item(item, args.mirrors, args.cache))
-    report(outcomes, args.verbose)
+    report(outcomes, args.verbose, args.diffs)
     return 0
 
 

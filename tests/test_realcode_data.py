@@ -41,6 +41,22 @@ def test_items_are_whole_and_name_their_code_and_cause(catalog: Catalog) -> None
         assert item.get("new_cause") if expect.startswith("new:") else catalog.get(expect) is not None, item["id"]
 
 
+def test_each_review_names_the_lines_it_read_and_its_verdict() -> None:
+    for item in ITEMS:
+        for review in item.get("reviewed", []):
+            assert review["adds"] and all(isinstance(line, str) and line.strip() for line in review["adds"]), item["id"]
+            assert review["effect"] in ("equal", "differs") and review["why"].strip(), item["id"]
+        assert not item.get("reviewed") or item["fix"]["kind"] == "code", item["id"]
+
+
+def test_a_patch_counts_as_reviewed_only_for_the_lines_the_review_read() -> None:
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-    x = torch.zeros(3)\n+    x = torch.zeros(3, device=y.device)\n"
+    review = {"adds": ["x = torch.zeros(3, device=y.device)"], "effect": "equal", "why": "same"}
+    assert realcode.reviewed_effect([review], [{"diff": diff}]) == "equal"
+    assert realcode.reviewed_effect([review], [{"diff": diff.replace("y.device", "z.device")}]) is None
+    assert realcode.reviewed_effect([review], []) is None
+
+
 def test_a_shown_frame_lies_under_the_root() -> None:
     for item in ITEMS:
         root = str(item["root"])
