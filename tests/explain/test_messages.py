@@ -766,3 +766,17 @@ def test_dtype_only_mismatch_is_never_a_device_error(line, matcher):
     result = matcher.explain(line)
     assert result.evidence.dtype_only
     assert result.matches == []
+
+
+def test_the_old_iterator_wording_raised_in_an_optimizer_step_is_optimizer_state(matcher):
+    """PyTorch 1.3-1.5 raised TensorIterator's `expected device X but got device Y` from every op, the
+    optimizer's own arithmetic included: inside torch/optim, the state and the grads disagree."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 88, in <module>\n'
+        "    optimizer.step()\n"
+        '  File "/opt/env/lib/python3.7/site-packages/torch/optim/adagrad.py", line 96, in step\n'
+        "    state['sum'].addcmul_(1, grad, grad)\n"
+        "RuntimeError: expected device cpu but got device cuda:0\n"
+    )
+    assert [m.id for m in matcher.explain(text).matches][:1] == ["optimizer-state-after-resume"]
