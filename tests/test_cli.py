@@ -135,6 +135,20 @@ def test_dtype_only_mismatch_is_called_out_as_not_a_device_error():
     assert b"dtype" in result.stdout
 
 
+def test_a_paste_cut_before_its_message_asks_for_the_last_line():
+    """Frames copied from a console without the final line (BERT-NER's torch.load of a GPU checkpoint)."""
+    stdin = (
+        "Traceback (most recent call last):\n"
+        '  File "bert.py", line 48, in load_model\n'
+        "    model.load_state_dict(torch.load(output_model_file))\n"
+        '  File "/env/lib/site-packages/torch/serialization.py", line 387, in load\n'
+        "    return _load(f, map_location, pickle_module, **pickle_load_args)\n"
+    )
+    result = fixer("explain", "--color", "never", "-", stdin=stdin)
+    assert result.returncode == NO_MATCH
+    assert b"the paste ends before the error message" in result.stdout and b"last line" in result.stdout
+
+
 def test_a_pytorch_message_the_kb_lacks_says_where_pytorch_raises_it():
     """A real check of torch/cuda/_utils.py (a CUDA API handed another kind of device), for which no entry exists."""
     stdin = "ValueError: Expected a cuda or cpu device, but got: mps\n"

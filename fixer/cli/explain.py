@@ -197,11 +197,15 @@ def _print_explanation(
         if result.outside is not None:
             out.print(render.outside_kb(result.outside))
             return
-        reason = (
-            "the two sides differ only in dtype, not device: this is not a device-placement error"
-            if result.evidence is not None and result.evidence.dtype_only
-            else "no KB entry matches this error"
-        )
+        if result.evidence is not None and result.evidence.dtype_only:
+            reason = "the two sides differ only in dtype, not device: this is not a device-placement error"
+        elif not result.traceback.message.strip():
+            reason = (
+                "the paste ends before the error message, and the frames alone match no KB entry; the message "
+                "is the traceback's last line (RuntimeError: ...): paste through to it"
+            )
+        else:
+            reason = "no KB entry matches this error"
         out.print(f"fixer: {reason}.")
         return
     out.print(render.explanation(result, top))
