@@ -30,6 +30,12 @@ VARIANTS = [
         None,
     ),
     (
+        "autograd-engine-1.0",  # the engine's grad_outputs check before it named devices
+        "RuntimeError: invalid gradient at index 0 - expected type torch.cuda.FloatTensor but got torch.FloatTensor",
+        "https://github.com/MisaOgura/flashtorch/issues/2",
+        {"tensor-created-without-device"},
+    ),
+    (
         "TI-1.2",
         "RuntimeError: expected device cpu and dtype Float but got device cuda:0 and dtype Float",
         "https://github.com/qfgaohao/pytorch-ssd/issues/78",
