@@ -43,20 +43,16 @@ class ChooseDeviceAtRunTime(PlannedCodemod):
         if torch is None:
             return
         failing = self.target.lines[-1]
-        own = {id(node) for node in walk(module) if self._on(node, failing)}
-        requests = [node for node in walk(module) if isinstance(node, cst.Call) and self._request(node, own)]
-        guards = [s for s in module.body if self._set_device(s, torch)] + [
-            s
-            for node in walk(module)
-            if isinstance(node, cst.IndentedBlock)
-            for s in node.body
-            if self._set_device(s, torch)
-        ]
+        nodes = list(walk(module))
+        own = {id(node) for node in nodes if self._on(node, failing)}
+        requests = [node for node in nodes if isinstance(node, cst.Call) and self._request(node, own)]
+        bodies = [module.body, *(node.body for node in nodes if isinstance(node, cst.IndentedBlock))]
+        guards = [line for body in bodies for line in body if self._set_device(line, torch)]
         if not any(id(n) in own for n in (*requests, *guards)):
             return  # the failing line asks for CUDA in no way this rewrites
-        shadowing = _functions_binding_device(module)
+        shadowed = {id(n) for function in _functions_binding_device(module) for n in walk(function)}
         device = cst.Name("device")
-        moved = [call for call in requests if not any(_inside(call, f) for f in shadowing)]
+        moved = [call for call in requests if id(call) not in shadowed]
         for call in moved:
             self.rewrite(call, lambda node: _to_device(node, device))
         for guarded in guards:
@@ -128,10 +124,6 @@ def _functions_binding_device(module: cst.Module) -> list[cst.FunctionDef]:
         if "device" in names or assigned:
             found.append(node)
     return found
-
-
-def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-    return any(n is node for n in walk(outer))
 
 
 def _module_binds(module: cst.Module, name: str) -> bool:
