@@ -51,6 +51,7 @@ class Edit:
 class Codemod(cst.CSTTransformer):
     id: ClassVar[str]
     summary: ClassVar[str]
+    innermost_only: ClassVar[bool] = False  # rewrites only the file nearest the error: others are not read
     METADATA_DEPENDENCIES: ClassVar[Collection[ProviderT]] = (PositionProvider,)
 
     def __init__(self, target: Target) -> None:

@@ -67,6 +67,8 @@ def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
     codemod = registry.load(codemod_id)
     patches = []
     for number, (path, lines) in enumerate(files.items()):  # innermost file first
+        if number and codemod.innermost_only:
+            break
         try:
             before = path.read_bytes().decode("utf-8")  # bytes: keep the file's own line endings
         except (OSError, UnicodeDecodeError):

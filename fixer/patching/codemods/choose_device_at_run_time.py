@@ -35,6 +35,7 @@ _WHY = (
 class ChooseDeviceAtRunTime(PlannedCodemod):
     id = "choose-device-at-run-time"
     summary = "let the machine choose the device once (CUDA if available, else the CPU) and use it for every .cuda()"
+    innermost_only = True
 
     def plan(self, module: cst.Module) -> None:
         if not self.target.lines or not self.target.innermost:

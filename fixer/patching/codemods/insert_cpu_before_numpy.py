@@ -15,7 +15,8 @@ fail on them.
 
 When the innermost failing line converts nothing itself, the conversion happened inside a function it
 calls (a CPU-only library, or frames the paste cut off). If exactly one call on that line, other than
-torch's own functions and tensor methods, is handed a plain tensor, that argument gets `.cpu()`. Unsafe:
+torch's own functions, tensor methods and models or layers (`self.conv(x)`, `model(x)`), is handed a
+plain tensor, that argument gets `.cpu()`. Unsafe:
 what the call returns is then on the CPU too, where the code after it may expect the GPU.
 """
 
@@ -24,7 +25,15 @@ from __future__ import annotations
 import libcst as cst
 
 from fixer.patching.base import dotted, method_call
-from fixer.patching.flow import TENSOR_METHODS, TORCH_PREFIXES, PlannedCodemod, keyword, plainly_tensor
+from fixer.patching.flow import (
+    TENSOR_METHODS,
+    TORCH_PREFIXES,
+    Before,
+    PlannedCodemod,
+    keyword,
+    makes_module,
+    plainly_tensor,
+)
 
 _SAME_ARRAY = "on a CPU tensor .detach().cpu() returns the same data, and on a GPU one the line could only raise"
 
@@ -85,11 +94,13 @@ class InsertCpuBeforeNumpy(PlannedCodemod):
         handed = []
         for call in found:
             name = dotted(call.func) or ""
-            if name.startswith(TORCH_PREFIXES) or (
+            if name.startswith((*TORCH_PREFIXES, "self.")) or (
                 isinstance(call.func, cst.Attribute) and call.func.attr.value in TENSOR_METHODS
             ):
-                continue  # torch's own functions and tensor methods take GPU tensors
+                continue  # torch's own functions, tensor methods and the module's own layers take GPU tensors
             before = self.before(call)
+            if isinstance(call.func, cst.Name) and _a_module(call.func.value, before):
+                continue  # `model(batch)`: a model runs where its weights are
             tensors = [
                 n
                 for n, arg in enumerate(call.args)
@@ -107,6 +118,14 @@ class InsertCpuBeforeNumpy(PlannedCodemod):
             f"`{shown}` now gets a copy in host memory: what it returns is on the CPU too, where the code after "
             "it may expect the GPU",
         )
+
+
+def _a_module(name: str, before: Before) -> bool:
+    """A name bound to a module: built by a layer constructor or `from_pretrained`, or moved like one."""
+    bound = before.binding(name)
+    return before.moved(name) is not None or (
+        bound is not None and bound.value is not None and makes_module(bound.value)
+    )
 
 
 def _numpy_names(module: cst.Module) -> set[str]:

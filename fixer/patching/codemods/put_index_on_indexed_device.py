@@ -9,8 +9,9 @@ On the innermost line of the file that the traceback names, each indexing is rea
 - otherwise the index follows the tensor it picks from, as the entry's fix says:
   `values[mask]` becomes `values[mask.to(values.device)]`.
 
-Literals, slices, arithmetic, `None` and `...` are never moved, and neither is an indexed value this
-line computes with a call (`f(x)[i]`), whose device it cannot name without running the call twice.
+Literals, slices, arithmetic, loop counters (`for i in range(n)`), `None` and `...` are never moved,
+and neither is an indexed value this line computes with a call (`f(x)[i]`), whose device it cannot
+name without running the call twice.
 Only the file that holds the innermost frame is patched: an outer file merely called into the indexing.
 
 Safety: either rewrite gives the same values and puts the result where the indexed tensor is, which
@@ -28,7 +29,7 @@ from typing import cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import resolved, torch_names, walk
+from fixer.patching.base import dotted, resolved, torch_names, walk
 from fixer.patching.codemods.add_device_to_tensor_factory import MOVED_FACTORIES, factory, made_on
 from fixer.patching.flow import Before, PlannedCodemod, literal, plainly_tensor
 
@@ -42,6 +43,7 @@ _SAME_VALUES = "the same values, on the device PyTorch before 1.13 gave them"
 class PutIndexOnIndexedDevice(PlannedCodemod):
     id = "put-index-on-indexed-device"
     summary = "put the index on the device of the tensor it picks from (or make that tensor where the index is)"
+    innermost_only = True
 
     def plan(self, module: cst.Module) -> None:
         if not self.target.lines or not self.target.innermost:
@@ -55,7 +57,12 @@ class PutIndexOnIndexedDevice(PlannedCodemod):
             if isinstance(node, (cst.Subscript, cst.Call)) and self._spans(node, line)
             for index, indexed in self._indexings(node)
         ]
-        found = [(index, indexed, before) for index, indexed, before in found if not _bound_to_literal(index, before)]
+        counters = _counters(module)
+        found = [
+            (index, indexed, before)
+            for index, indexed, before in found
+            if not _bound_to_literal(index, before) and not (isinstance(index, cst.Name) and index.value in counters)
+        ]
         # Where the file shows which indices are tensors, those are the ones on the other device; the rest
         # (a loop counter, an int key) stay as they are.
         tensors = [item for item in found if _tensor(item[0], item[2])]
@@ -141,6 +148,22 @@ def _tensor(value: cst.BaseExpression, before: Before) -> bool:
         sides = [value.left, *(c.comparator for c in value.comparisons)]
         return any(plainly_tensor(side, before) for side in sides)
     return plainly_tensor(value, before)
+
+
+def _counters(module: cst.Module) -> set[str]:
+    """Names a loop counts with, `i` in `for i in range(n)` or `for i, x in enumerate(xs)`: ints, never a
+    tensor index on another device."""
+    found: set[str] = set()
+    for node in walk(module):
+        if not isinstance(node, cst.For) or not isinstance(node.iter, cst.Call):
+            continue
+        function = dotted(node.iter.func)
+        target: cst.BaseExpression = node.target
+        if function == "enumerate" and isinstance(target, cst.Tuple) and target.elements:
+            target = target.elements[0].value
+        if function in ("range", "enumerate") and isinstance(target, cst.Name):
+            found.add(target.value)
+    return found
 
 
 def _bound_to_literal(value: cst.BaseExpression, before: Before) -> bool:
