@@ -98,3 +98,15 @@ def test_original_fails_with_the_entry_error_and_patched_code_runs(case: Path, c
     ranked = [m.id for m in matcher.explain(before.output).matches]
     assert ranked and ranked[0] in entries, f"ranked {ranked[:3]} for:\n{before.output[-2000:]}"
     assert after.returncode == 0, after.output[-2000:]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = y.cuda()\n",  # no import: torch.device could not be named
+        "import torch.nn as nn\nm = nn.Linear(2, 2).cuda()\n",  # binds nn, not torch
+    ],
+)
+def test_choose_device_leaves_a_file_that_does_not_import_torch_alone(source: str):
+    result = run(registry.load("choose-device-at-run-time"), source, Target(lines=(source.count("\n"),)))
+    assert result is None

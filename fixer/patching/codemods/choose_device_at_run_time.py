@@ -22,7 +22,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import dotted, torch_names, walk
+from fixer.patching.base import dotted, walk
 from fixer.patching.flow import PlannedCodemod, Spot
 
 _CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
@@ -40,9 +40,10 @@ class ChooseDeviceAtRunTime(PlannedCodemod):
     def plan(self, module: cst.Module) -> None:
         if not self.target.lines or not self.target.innermost:
             return
-        torch = next((local for local, name in torch_names(module).items() if name == "torch"), None)
-        if torch is None:
-            return
+        torch = _torch_imported_as(module)
+        spot = _after_imports(module)
+        if torch is None or spot is None:
+            return  # the file cannot name torch.device and torch.cuda at its top without an import added
         failing = self.target.lines[-1]
         nodes = list(walk(module))
         own = {id(node) for node in nodes if self._on(node, failing)}
@@ -54,16 +55,13 @@ class ChooseDeviceAtRunTime(PlannedCodemod):
         shadowed = {id(n) for function in _functions_binding_device(module) for n in walk(function)}
         device = cst.Name("device")
         moved = [call for call in requests if id(call) not in shadowed]
+        if moved and not _module_binds(module, "device"):
+            chosen = cst.parse_statement(f'device = {torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")\n')
+            self.insert(spot, chosen.with_changes(leading_lines=[cst.EmptyLine()]))
         for call in moved:
             self.rewrite(call, lambda node: _to_device(node, device))
         for guarded in guards:
             self.rewrite(guarded, lambda node: _if_available(node, torch))
-        if moved and not _module_binds(module, "device"):
-            spot = _after_imports(module)
-            if spot is None:
-                return
-            chosen = cst.parse_statement(f'device = {torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")\n')
-            self.insert(spot, chosen.with_changes(leading_lines=[cst.EmptyLine()]))
         self.judge("unsafe", _WHY)
 
     def _on(self, node: cst.CSTNode, line: int) -> bool:
@@ -136,6 +134,21 @@ def _module_binds(module: cst.Module, name: str) -> bool:
                 ):
                     return True
     return False
+
+
+def _torch_imported_as(module: cst.Module) -> str | None:
+    """The name a top-level `import torch` (`import torch as th`, `import torch.nn`) binds, if any."""
+    for line in module.body:
+        for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                name = dotted(alias.name) or ""
+                if name == "torch" and alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    return alias.asname.name.value
+                if name == "torch" or (name.startswith("torch.") and alias.asname is None):
+                    return "torch"
+    return None
 
 
 def _after_imports(module: cst.Module) -> Spot | None:

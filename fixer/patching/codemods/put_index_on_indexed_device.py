@@ -71,7 +71,7 @@ class PutIndexOnIndexedDevice(PlannedCodemod):
 
     def _spans(self, node: cst.CSTNode, line: int) -> bool:
         span = self.get_metadata(PositionProvider, node)
-        return span.start.line <= line <= span.end.line and not isinstance(node, cst.FunctionDef)
+        return span.start.line <= line <= span.end.line
 
     def _indexings(self, node: cst.Subscript | cst.Call) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
         """(index, the value it picks from) for a subscript or an indexing call."""
