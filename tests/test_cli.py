@@ -159,12 +159,27 @@ def test_a_pytorch_message_the_kb_lacks_says_where_pytorch_raises_it():
     assert document["matches"] == [] and document["outside_kb"]["where"].startswith("torch/cuda/_utils.py")
 
 
-def test_kb_stats_counts_pytorch_messages_per_entry(capsys):
+def test_a_library_message_the_kb_lacks_says_which_library_raises_it():
+    """diffusers' check that a list of generators agrees on one device, a cause no entry covers."""
+    stdin = "ValueError: `generator` device placement is not consistent in the list.\n"
+    text = fixer("explain", "--color", "never", "-", stdin=stdin)
+    assert text.returncode == NO_MATCH and b"diffusers' own message, not in the KB yet" in text.stdout
+    document = json.loads(fixer("explain", "--json", "-", stdin=stdin).stdout)
+    assert document["matches"] == []
+    assert document["outside_kb"]["library"] == "diffusers"
+    assert document["outside_kb"]["where"].startswith("pipelines/marigold/")
+
+
+def test_kb_stats_counts_pytorch_and_library_messages_per_entry(capsys):
     assert main(["kb", "stats", "--json"]) == OK
     out = json.loads(capsys.readouterr().out)
     per_entry = {e["id"]: e["pytorch_messages"] for e in out["entries"]}
     assert per_entry["inputs-not-moved"] > 50 and per_entry["default-device-generator"] >= 1
     assert out["totals"]["pytorch_messages"] > out["totals"]["pytorch_messages_outside"] > 0
+    from_libraries = {e["id"]: e["library_messages"] for e in out["entries"]}
+    assert from_libraries["malformed-device-argument"] >= 5 and from_libraries["accelerate-offloaded-model-moved"] >= 2
+    assert {"transformers", "accelerate", "flash-attention", "mmcv"} <= set(out["totals"]["libraries"])
+    assert out["totals"]["library_messages"] > out["totals"]["library_messages_outside"] > 0
 
 
 @pytest.mark.parametrize(

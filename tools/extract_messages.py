@@ -79,6 +79,10 @@ CPP_RAISERS = {
     "TORCH_INTERNAL_ASSERT": 1,
     "C10_THROW_ERROR": 1,
     "TORCH_CHECK_WITH": 2,
+    # Extensions built on PyTorch (flash-attn, mmcv, xformers) and PyTorch before 1.5.
+    "STD_TORCH_CHECK": 1,
+    "AT_ASSERTM": 1,
+    "AT_CHECK": 1,
 }
 CPP_EXCEPTIONS = {
     "TORCH_CHECK_VALUE": "ValueError",
@@ -115,6 +119,10 @@ FAMILY = tuple(
         r"device[- ]side generator|generator[^.]{0,40}device",
         r"device type tensor to numpy|can't convert cuda",
         r"\bbackend (?:cpu|cuda)\b",
+        # Libraries built on PyTorch: where a model is split or sent, and moves they refuse.
+        r"\bdevice_map\b",
+        r"`?(?:\.to|to\(\)|cuda\(\))`? is not supported",
+        r"\bmove (?:a|the) model\b",
     )
 )
 # Device-free look-alikes the patterns above would otherwise take: CUDA's own fault reports, kernel
@@ -132,11 +140,16 @@ NOT_FAMILY = re.compile(
     r"not compiled for|should not be called for both|allocator|RNG forking|instantiation requires|"
     r"cudaHostRegister|Device type with index|device id must be positive|must be a constant|"
     r"no space left|performance may be|barrier|while executing on device|Generator\(|string literal|AOTI|"
-    r"Execution of this Module|data cache",
+    r"Execution of this Module|data cache|"
+    # A library's set-up and version requirements, which name a device map without placing anything.
+    r"pip install|requires? (?:`?accelerate|the `accelerate`|torch|PyTorch|Accelerate)|mutually exclusive|"
+    r"low_cpu_mem_usage|tp_plan|tensor.parallel|_no_split_modules|offload_(?:folder|dir)|Flax|DeepSpeed|"
+    r"attention blocks|keys are missing|enough GPU RAM|with a device_map that contains|graphs:|kernel repo|"
+    r"shape mismatches|tf2onnx|not enough free device memory|This script is to be run",
     re.IGNORECASE,
 )
 # A message whose fixed text is shorter than this is a fragment no paste could be matched by.
-MINIMUM_TEXT = 16
+MINIMUM_TEXT = 12
 
 
 @dataclass(frozen=True)
@@ -262,8 +275,9 @@ def _split_top(expr: str, separator: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-_STRINGS_ONLY = re.compile(r'^(?:\s*(?:u8|L|u|U)?"(?:[^"\\\n]|\\.)*")+\s*$')
-_ONE_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+# Literals, and in a macro's body `#x`, the argument's own text (`#x " must be on CUDA"`).
+_STRINGS_ONLY = re.compile(r'^(?:\s*(?:(?:u8|L|u|U)?"(?:[^"\\\n]|\\.)*"|#\s*\w+))+\s*$')
+_ONE_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"|#\s*(\w+)')
 
 
 def _unescape(body: str) -> str:
@@ -273,8 +287,8 @@ def _unescape(body: str) -> str:
 def _cpp_pieces(expr: str) -> str:
     """One message argument as template text: literals as they read, anything else as `{expr}`."""
     expr = expr.strip()
-    if _STRINGS_ONLY.match(expr):
-        return "".join(_unescape(b) for b in _ONE_STRING.findall(expr))
+    if '"' in expr and _STRINGS_ONLY.match(expr):
+        return "".join(_unescape(text) if not name else "{" + name + "}" for text, name in _ONE_STRING.findall(expr))
     for name in _FORMATTERS:
         if expr.startswith(name) and expr[len(name) :].lstrip().startswith("("):
             parsed = _call_args(expr, expr.index("(", len(name)))
@@ -291,8 +305,9 @@ def _line_of(code: str, offset: int) -> int:
 
 def cpp_messages(code: str, where: str) -> Iterator[Found]:
     """Every message a C++ file raises through a check macro, and every `stream << "..."` statement
-    (the messages built up before an `AT_ERROR(oss.str())`)."""
-    code = _without_comments(code)
+    (the messages built up before an `AT_ERROR(oss.str())`). A check in a macro's body is read once,
+    where the macro is defined, with the stringified argument as a value."""
+    code = _without_comments(code).replace("\\\n", " \n")
     for hit in _RAISER.finditer(code):
         parsed = _call_args(code, hit.end() - 1)
         if not parsed:
@@ -372,8 +387,8 @@ _MESSAGE_NAME = re.compile(r"(?:err(?:or)?_?)?(?:msg|message)\w*|err(?:or)?", re
 
 
 def py_messages(source: str, where: str) -> Iterator[Found]:
-    """Messages raised by `raise X("...")` and by `torch._check*`-style helpers, which take the
-    message as a later argument or a lambda returning it."""
+    """Messages raised by `raise X("...")`, by `assert cond, "..."` and by `torch._check*`-style
+    helpers, which take the message as a later argument or a lambda returning it."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -387,6 +402,8 @@ def py_messages(source: str, where: str) -> Iterator[Found]:
             and (text := _py_text(node.value)) is not None
         ):
             yield Found(text, "RuntimeError", f"{where}:{node.lineno}")
+        elif isinstance(node, ast.Assert) and node.msg is not None and (text := _py_text(node.msg)) is not None:
+            yield Found(text, "AssertionError", f"{where}:{node.lineno}")
         elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
             text = _py_text(node.exc.args[0])
             if text is not None:
@@ -444,6 +461,21 @@ def read_tree(path: Path) -> tuple[list[Found], dict[str, str]]:
                 if whole != text:
                     strings.setdefault(f"{text}\0{whole}", name)
     return [f for f in found if in_family(f.template)], strings
+
+
+def read_library(path: Path) -> list[Found]:
+    """The family messages a library built on PyTorch raises: every Python file of an installed package
+    or a checkout, and every C++/CUDA file of its extension kernels, tests left out."""
+    found: list[Found] = []
+    for file in sorted(path.rglob("*")):
+        relative = file.relative_to(path)
+        if SKIPPED_PARTS.intersection(relative.parts) or not file.is_file():
+            continue
+        if file.suffix == ".py":
+            found.extend(py_messages(file.read_text(errors="replace"), str(relative)))
+        elif file.suffix in CPP_SUFFIXES:
+            found.extend(cpp_messages(file.read_text(errors="replace"), str(relative)))
+    return [f for f in found if in_family(f.template)]
 
 
 # A check records the file it is in (`__FILE__`) next to the pieces of its message.
@@ -547,8 +579,8 @@ def load(path: Path = OUTPUT) -> list[Record]:
 
 
 HEADER = """\
-# PyTorch's device-placement error messages, extracted from its source by tools/extract_messages.py.
-# `key` is the message with every spliced-in value as {}; `template` shows what is spliced in; `where`
+# {owner} device-placement error messages, extracted from its source by tools/extract_messages.py.
+# `key` is the message with every spliced-in value as {{}}; `template` shows what is spliced in; `where`
 # is the file and line that raises it in the newest tree read; `versions` are the trees that raise it.
 # A binary build only shows what it compiled: a Linux CPU wheel holds no CUDA or MPS kernel's message.
 # Curated by hand and kept across runs: `entries`, the KB causes behind the message, or `outside`, why
@@ -556,7 +588,7 @@ HEADER = """\
 """
 
 
-def dump(records: list[Record]) -> str:
+def dump(records: list[Record], library: str = "pytorch") -> str:
     items = [
         {
             "key": r.key,
@@ -569,27 +601,37 @@ def dump(records: list[Record]) -> str:
         }
         for r in records
     ]
-    return HEADER + yaml.safe_dump(items, sort_keys=False, allow_unicode=True, width=1000, default_flow_style=None)
+    owner = "PyTorch's" if library == "pytorch" else f"{library}'" if library.endswith("s") else f"{library}'s"
+    return HEADER.format(owner=owner) + yaml.safe_dump(
+        items, sort_keys=False, allow_unicode=True, width=1000, default_flow_style=None
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trees", nargs="+", metavar="VERSION=PATH", help="a source tree or installed torch package")
-    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument(
+        "--library",
+        metavar="NAME",
+        help="read a library built on PyTorch (an installed package or a checkout) instead of PyTorch; "
+        "its messages go to kb/messages/NAME.yaml",
+    )
+    parser.add_argument("--output", type=Path, help=f"default: {OUTPUT.relative_to(ROOT)}, or the library's file")
     args = parser.parse_args(argv)
+    output = args.output or (OUTPUT.with_name(f"{args.library}.yaml") if args.library else OUTPUT)
     trees = []
     for spec in args.trees:
         version, sep, path = spec.partition("=")
-        if not sep or not Path(path).exists():
+        if not sep or not Path(path).is_dir():
             parser.error(f"{spec}: expected VERSION=PATH to an existing directory")
-        found, strings = read_tree(Path(path))
+        found, strings = (read_library(Path(path)), {}) if args.library else read_tree(Path(path))
         print(f"{version}: {len({f.key for f in found})} messages", file=sys.stderr)
         trees.append((version, found, strings))
-    records = merge(load(args.output), trees)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(dump(records), encoding="utf-8")
+    records = merge(load(output), trees)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(dump(records, args.library or "pytorch"), encoding="utf-8")
     unassigned = sum(not r.entries and not r.outside for r in records)
-    print(f"{len(records)} messages written to {args.output}; {unassigned} to assign", file=sys.stderr)
+    print(f"{len(records)} messages written to {output}; {unassigned} to assign", file=sys.stderr)
     return 0
 
 

@@ -105,9 +105,9 @@ def _detectors_page(catalog: Catalog) -> str:
 
 
 def _messages_page(catalog: Catalog) -> str:
-    """PyTorch's own device messages (kb/messages/pytorch.yaml), each with the causes behind it: searching
-    the site for a wording finds the page even where no entry quotes that wording, after the entries
-    that do."""
+    """The device messages PyTorch and the libraries built on it raise (kb/messages/), each with the
+    causes behind it: searching the site for a wording finds the page even where no entry quotes that
+    wording, after the entries that do."""
     rows = []
     for message in catalog.sources:
         text = html.escape(message.key.replace("{}", "…"), quote=False).replace("|", "&#124;")
@@ -118,18 +118,22 @@ def _messages_page(catalog: Catalog) -> str:
             else "not in the KB yet: " + html.escape(message.outside or "", quote=False).replace("|", "&#124;")
         )
         rows.append(
-            f"| <code>{text}</code> | {message.raised} | <code>{where}</code> | {', '.join(message.versions)} "
-            f"| {causes} |"
+            f"| <code>{text}</code> | {message.raised} | {message.library} | <code>{where}</code> "
+            f"| {', '.join(message.versions)} | {causes} |"
         )
     covered = sum(bool(m.entries) for m in catalog.sources)
+    libraries = sorted({m.library for m in catalog.sources} - {"pytorch"})
     return (
         # Below the entries in the search: a wording's entry, not this list, should come first.
         "---\nsearch:\n  boost: 0.1\n---\n\n"
         "# PyTorch's messages\n\nThe device-placement messages PyTorch raises itself, read from its source by "
-        "`tools/extract_messages.py` (the 1.13.1 and 2.6.0 sources and the 2.13.0 wheel), with the file that raises "
-        f"each and the causes behind it. {covered} of {len(catalog.sources)} name a cause in the KB; "
-        "`…` stands for a value PyTorch splices in (a device, an argument's name).\n\n"
-        "| message | raised as | raised in | versions | causes |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+        "`tools/extract_messages.py` (the 1.13.1 and 2.6.0 sources and the 2.13.0 wheel), and those of the "
+        f"libraries built on it that users run ({', '.join(libraries)}: their packages and extension kernels), "
+        f"with the file that raises each and the causes behind it. {covered} of {len(catalog.sources)} name a "
+        "cause in the KB; `…` stands for a value the code splices in (a device, an argument's name).\n\n"
+        "| message | raised as | by | raised in | versions | causes |\n|---|---|---|---|---|---|\n"
+        + "\n".join(rows)
+        + "\n"
     )
 
 

@@ -67,11 +67,16 @@ def stats(*, as_json: bool, color: ColorChoice = "auto") -> int:
     kb = catalog()
     stats = [entry_stats(e, kb.sources) for e in sorted(kb, key=lambda e: e.id)]
     repro = Counter(s.repro for s in stats)
-    outside = sum(not m.entries for m in kb.sources)
+    own = [m for m in kb.sources if m.library == "pytorch"]
+    built_on = [m for m in kb.sources if m.library != "pytorch"]
+    libraries = sorted({m.library for m in built_on})
     totals = {
         "entries": len(stats),
-        "pytorch_messages": len(kb.sources),
-        "pytorch_messages_outside": outside,
+        "pytorch_messages": len(own),
+        "pytorch_messages_outside": sum(not m.entries for m in own),
+        "library_messages": len(built_on),
+        "library_messages_outside": sum(not m.entries for m in built_on),
+        "libraries": libraries,
         "examples": sum(s.examples for s in stats),
         "entries_with_examples": sum(s.examples > 0 for s in stats),
         "repro": {kind: repro.get(kind, 0) for kind in ("cpu", "cuda-only", "none")},
@@ -86,10 +91,12 @@ def stats(*, as_json: bool, color: ColorChoice = "auto") -> int:
         f"{totals['entries']} entries, {totals['examples']} cited examples; repro verified on cpu: "
         f"{repro['cpu']}, cuda-only: {repro['cuda-only']}, none: {repro['none']}"
     )
-    print(
-        f"{len(kb.sources)} of PyTorch's own messages (kb/messages/pytorch.yaml): "
-        f"{len(kb.sources) - outside} name a cause, {outside} no entry covers yet"
-    )
+    for what, messages in (
+        ("of PyTorch's own messages (kb/messages/pytorch.yaml)", own),
+        (f"messages of {len(libraries)} libraries built on it (kb/messages/)", built_on),
+    ):
+        outside = sum(not m.entries for m in messages)
+        print(f"{len(messages)} {what}: {len(messages) - outside} name a cause, {outside} no entry covers yet")
     return OK
 
 

@@ -77,7 +77,7 @@ class Explanation:
     slow: dict[str, str] = field(default_factory=dict)  # team entries skipped for time here: file -> the regex
     answers: tuple[Answer, ...] = ()  # the questions settled so far: by the user's project, then by the user
     questions: tuple[Question, ...] = ()  # what the KB can ask about the run, where the text leaves it open
-    outside: Outside | None = None  # the message is PyTorch's own, and no entry covers its cause yet
+    outside: Outside | None = None  # the message is PyTorch's or a library's, and no entry covers its cause yet
 
     @property
     def read(self) -> list[Match]:
@@ -190,7 +190,7 @@ class Matcher:
 
     def _unread_device_message(self, message: str) -> bool:
         """A message about devices that no signature, real case or count read, and that is not one of
-        PyTorch's own that the KB knows to be outside it."""
+        the extracted ones that the KB knows to be outside it."""
         return bool(_DEVICE_WORDS.search(message.lower())) and self._outside_of(message) is None
 
     def _nearest(self, normalised: str, kinds: tuple[str, ...]) -> dict[int, Reason]:

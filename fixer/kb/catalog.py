@@ -34,7 +34,7 @@ class Catalog:
     files: dict[str, Path] = field(default_factory=dict)  # where each entry was read from; team entries too
     drafts: tuple[str, ...] = field(default=())  # the files left out for their TODOs, each with its first TODO
     facts: dict[str, Fact] = field(default_factory=dict)  # the questions entries' `facts` answer, by id
-    sources: tuple[SourceMessage, ...] = ()  # PyTorch's own messages, from the built-in KB's messages/
+    sources: tuple[SourceMessage, ...] = ()  # PyTorch's and its libraries' messages, from the built-in KB's messages/
 
     @property
     def team(self) -> set[str]:
@@ -56,7 +56,7 @@ class Catalog:
         return str(path) if path is not None and path.parent != self.root else None
 
     def added(self, entry_id: str) -> list[Signature]:
-        """The signatures PyTorch's own messages add to an entry (fixer.kb.sources)."""
+        """The signatures the extracted messages add to an entry (fixer.kb.sources)."""
         return self._added.get(entry_id, [])
 
     @cached_property

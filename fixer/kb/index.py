@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 11  # bump when the layout below changes
+FORMAT = 12  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -126,7 +126,7 @@ class Signature:
     pattern: Regex
     exception: str | None
     weight: int
-    source: bool = False  # one of PyTorch's own messages (fixer.kb.sources): read only where no written one is
+    source: bool = False  # an extracted message (fixer.kb.sources): read only where no written one is
 
 
 @dataclass(frozen=True)
@@ -172,9 +172,11 @@ class Examples:
 
 @dataclass(frozen=True)
 class Outside:
-    """One of PyTorch's own messages whose cause no entry covers yet (kb/messages/pytorch.yaml)."""
+    """A message PyTorch or a library built on it raises whose cause no entry covers yet
+    (kb/messages/<library>.yaml)."""
 
     pattern: Regex
+    library: str
     where: str
     versions: tuple[str, ...]
     reason: str
@@ -192,7 +194,7 @@ class Index:
     facts: tuple[Question, ...] = ()  # the questions the entries' facts answer
     problems: tuple[str, ...] = ()  # the files the catalog skipped, said again on every load
     drafts: tuple[str, ...] = ()  # the drafts it left out (Catalog.drafts), said again too
-    outside: tuple[Outside, ...] = ()  # PyTorch's messages no entry covers: said as such, not guessed at
+    outside: tuple[Outside, ...] = ()  # extracted messages no entry covers: said as such, not guessed at
 
 
 REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame")
@@ -258,7 +260,7 @@ def build(catalog: Catalog) -> Index:
     from fixer.kb.sources import pattern_of
 
     outside = tuple(
-        Outside(Regex.of(pattern_of(m.key), None), m.where, tuple(m.versions), m.outside)
+        Outside(Regex.of(pattern_of(m.key), None), m.library, m.where, tuple(m.versions), m.outside)
         for m in catalog.sources
         if m.outside
     )
@@ -386,7 +388,7 @@ def dumps(index: Index) -> str:
         ],
         "problems": list(index.problems),
         "drafts": list(index.drafts),
-        "outside": [[o.pattern.to_json(), o.where, list(o.versions), o.reason] for o in index.outside],
+        "outside": [[o.pattern.to_json(), o.library, o.where, list(o.versions), o.reason] for o in index.outside],
     }
     return json.dumps(head, ensure_ascii=False) + "\n" + "".join(line + "\n" for line in lines)
 
@@ -425,7 +427,7 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         ),
         problems=tuple(head["problems"]),
         drafts=tuple(head["drafts"]),
-        outside=tuple(Outside(Regex.from_json(p), w, tuple(v), r) for p, w, v, r in head["outside"]),
+        outside=tuple(Outside(Regex.from_json(p), lib, w, tuple(v), r) for p, lib, w, v, r in head["outside"]),
     )
 
 

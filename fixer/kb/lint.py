@@ -41,6 +41,7 @@ class EntryStats:
     signatures: int
     rules: int
     pytorch_messages: int  # of PyTorch's own (kb/messages/pytorch.yaml), how many name this cause
+    library_messages: int  # of the other libraries' (kb/messages/<library>.yaml), how many name it
 
 
 def entry_stats(entry: Entry, sources: Sequence[SourceMessage] = ()) -> EntryStats:
@@ -51,7 +52,8 @@ def entry_stats(entry: Entry, sources: Sequence[SourceMessage] = ()) -> EntrySta
         repro=verification(entry),
         signatures=len(entry.signatures),
         rules=len(entry.evidence),
-        pytorch_messages=sum(entry.id in m.entries for m in sources),
+        pytorch_messages=sum(entry.id in m.entries for m in sources if m.library == "pytorch"),
+        library_messages=sum(entry.id in m.entries for m in sources if m.library != "pytorch"),
     )
 
 
@@ -96,18 +98,21 @@ def lint(root: Path, team: Sequence[Path] = ()) -> tuple[list[Entry], list[Probl
 
 
 def _unknown_causes_of_sources(root: Path, ids: Iterable[str]) -> list[Problem]:
-    """PyTorch's messages may only name causes the KB has: a renamed or retired entry leaves them
+    """The extracted messages may only name causes the KB has: a renamed or retired entry leaves them
     pointing nowhere, and the message would then admit nothing."""
     from fixer.kb.catalog import _read_document
 
-    name = str(MESSAGES)
     try:
         sources = read_sources(root / MESSAGES, _read_document)
     except KBError as exc:
-        return [Problem(name, str(exc).removeprefix(f"{MESSAGES.name}: "))]
+        file, _, problems = str(exc).partition(": ")
+        return [Problem(file, problems)]
     known = set(ids)
     return [
-        Problem(name, f"{message.key!r} names {', '.join(sorted(missing))}, which no entry is")
+        Problem(
+            str(MESSAGES / f"{message.library}.yaml"),
+            f"{message.key!r} names {', '.join(sorted(missing))}, which no entry is",
+        )
         for message in sources
         if (missing := set(message.entries) - known)
     ]

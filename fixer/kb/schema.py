@@ -245,18 +245,20 @@ class Fact(Strict):
 
 
 class SourceMessage(Strict):
-    """One error message PyTorch raises, as `tools/extract_messages.py` read it from PyTorch's source
-    (kb/messages/pytorch.yaml): the catalogue the entries' signatures are checked against."""
+    """One error message PyTorch or a library built on it raises, as `tools/extract_messages.py` read it
+    from the source (kb/messages/<library>.yaml): the catalogue the entries' signatures are checked
+    against."""
 
     key: str = Field(min_length=10, description="The message with every spliced-in value written {}.")
     template: str = Field(description="The message with the source's expression in each {}.")
     raised: str = Field(description="The Python exception it surfaces as.")
     where: str = Field(description="The file (and line) that raises it, in the newest tree read.")
-    versions: list[str] = Field(min_length=1, description="The PyTorch trees read that raise it.")
+    versions: list[str] = Field(min_length=1, description="The releases read that raise it.")
     entries: list[str] = Field(description="The KB causes behind it.")
     outside: str | None = Field(
         default=None, min_length=10, description="Why no KB cause covers it yet, where `entries` is empty."
     )
+    library: str = Field(default="pytorch", description="Who raises it: the name of the file it is read from.")
 
     @model_validator(mode="after")
     def _assigned(self) -> SourceMessage:

@@ -1,7 +1,8 @@
-"""PyTorch's own messages (kb/messages/pytorch.yaml) as signatures of the entries that cause them.
+"""The messages PyTorch and the libraries built on it raise (kb/messages/<library>.yaml) as signatures
+of the entries that cause them.
 
 The hand-written signatures were drawn from what users pasted; the extracted messages are what PyTorch
-can say. Each message becomes a signature of the entries its record names, weighing `SOURCE_WEIGHT`,
+and its libraries can say. Each message becomes a signature of the entries its record names, weighing `SOURCE_WEIGHT`,
 that the matcher reads only where no hand-written signature reads the paste: where one does, it
 decides which causes the message admits and how much it weighs. Where none does, the message admits
 its causes and lets the evidence and the priors order them.
@@ -18,21 +19,30 @@ from pydantic import TypeAdapter, ValidationError
 from fixer.kb.paths import KBError
 from fixer.kb.schema import Signature, SourceMessage
 
-MESSAGES = Path("messages") / "pytorch.yaml"  # under the built-in KB directory
+MESSAGES = Path("messages")  # under the built-in KB directory: one file a library, named after it
 SOURCE_WEIGHT = 25
 _HOLE = re.compile(r"\{[^{}]*\}")
 
 
-def read_sources(path: Path, read: Callable[[Path], object]) -> tuple[SourceMessage, ...]:
-    """The extracted messages; a KB without the file has none. `read`: the catalog's safe YAML reader."""
-    if not path.exists():
+def read_sources(directory: Path, read: Callable[[Path], object]) -> tuple[SourceMessage, ...]:
+    """The extracted messages of every library, each told by its file's name; a KB without the
+    directory has none. `read`: the catalog's safe YAML reader."""
+    if not directory.is_dir():
         return ()
-    data = read(path)
-    try:
-        return tuple(TypeAdapter(list[SourceMessage]).validate_python(data if data is not None else []))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise KBError(f"{path.name}: {problems}") from None
+    messages: list[SourceMessage] = []
+    for path in sorted(directory.glob("*.yaml")):
+        data = read(path)
+        items = (
+            [{**item, "library": path.stem} if isinstance(item, dict) else item for item in data]
+            if isinstance(data, list)
+            else data or []  # not a list: validation says so
+        )
+        try:
+            messages += TypeAdapter(list[SourceMessage]).validate_python(items)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise KBError(f"{MESSAGES / path.name}: {problems}") from None
+    return tuple(messages)
 
 
 def pattern_of(key: str) -> str:

@@ -201,14 +201,16 @@ def answered(answers: Sequence[Answer]) -> Text:
 
 
 def outside_kb(outside: Outside) -> Group:
-    """A message PyTorch raises itself whose cause no entry covers: where it comes from and why the KB
-    has no answer, rather than a bare "no match" or a guess from a message that reads alike."""
+    """A message PyTorch or a library raises itself whose cause no entry covers: where it comes from and
+    why the KB has no answer, rather than a bare "no match" or a guess from a message that reads alike."""
     versions = ", ".join(outside.versions)
+    who = "PyTorch" if outside.library == "pytorch" else outside.library
+    whose = f"{who}'" if who.endswith("s") else f"{who}'s"
     return Group(
         _Boxed(
-            "PyTorch's own message, not in the KB yet",
+            f"{whose} own message, not in the KB yet",
             Group(
-                Text(f"PyTorch raises it in {outside.where} (seen in {versions})."),
+                Text(f"{who} raises it in {outside.where} (seen in {versions})."),
                 Text(f"No KB entry covers its cause: {outside.reason}."),
             ),
             border_style="yellow",
@@ -394,11 +396,20 @@ def accuracy_table(score: Score) -> RenderableType:
 
 def stats_table(stats: list[EntryStats]) -> RenderableType:
     table = Table(header_style="bold", box=None)
-    for column in ("entry", "examples", "ambiguous", "signatures", "pytorch messages", "rules", "repro"):
+    for column in (
+        "entry", "examples", "ambiguous", "signatures", "pytorch messages", "library messages", "rules", "repro"
+    ):  # fmt: skip
         table.add_column(column, justify="left" if column in {"entry", "repro"} else "right", no_wrap=True)
     for s in stats:
         table.add_row(
-            s.id, str(s.examples), str(s.ambiguous), str(s.signatures), str(s.pytorch_messages), str(s.rules), s.repro
+            s.id,
+            str(s.examples),
+            str(s.ambiguous),
+            str(s.signatures),
+            str(s.pytorch_messages),
+            str(s.library_messages),
+            str(s.rules),
+            s.repro,
         )
     return _indent(table, by=0)  # a table pads its cells: no trailing spaces in a file
 

@@ -123,10 +123,12 @@ class UncertainOut:
 
 @dataclass(kw_only=True, eq=False, repr=False)
 class OutsideOut:
-    """The message is PyTorch's own (kb/messages/pytorch.yaml), and no KB entry covers its cause yet."""
+    """The message is PyTorch's own or a library's (kb/messages/<library>.yaml), and no KB entry covers
+    its cause yet."""
 
-    where: str  # the file (and line) in PyTorch that raises it
-    versions: list[str]  # the PyTorch versions read that raise it
+    library: str  # who raises it: pytorch, or the library's name
+    where: str  # the file (and line) in that library that raises it
+    versions: list[str]  # the library's releases read that raise it
     reason: str  # why no entry covers it
 
 
@@ -225,7 +227,9 @@ def explain_out(
             for a in answers
         ],
         beyond_kb=bool(known and known.beyond),
-        outside_kb=OutsideOut(where=outside.where, versions=list(outside.versions), reason=outside.reason)
+        outside_kb=OutsideOut(
+            library=outside.library, where=outside.where, versions=list(outside.versions), reason=outside.reason
+        )
         if outside
         else None,
         patches=[patch_out(p) for p in patches],

@@ -1,5 +1,5 @@
-"""PyTorch's own messages (kb/messages/pytorch.yaml) against the KB: every one is read, and read as the
-causes its record names."""
+"""The messages PyTorch and the libraries built on it raise (kb/messages/) against the KB: every one is
+read, and read as the causes its record names."""
 
 from __future__ import annotations
 
@@ -44,6 +44,20 @@ def test_a_message_inside_a_real_traceback_is_read_as_its_causes() -> None:
     )
     found = [m.id for m in MATCHER.explain(pasted).matches]
     assert {"inputs-not-moved", "tensor-created-without-device"} <= set(found)
+
+
+def test_a_librarys_kernel_check_is_read_as_its_causes() -> None:
+    """flash-attn's device check names the argument and nothing else: a tensor the caller made or left on
+    the CPU, or a model that never moved."""
+    by_library = {m.key: m.library for m in CATALOG.sources}
+    assert by_library["{} must be on CUDA"] == "flash-attention"
+    found = [m.id for m in MATCHER.explain("RuntimeError: cu_seqlens_q must be on CUDA").matches]
+    assert {"inputs-not-moved", "tensor-created-without-device", "model-not-moved"} == set(found)
+    found = MATCHER.explain(
+        "ValueError: If passing a string for `device_map`, please choose 'auto', 'balanced', 'balanced_low_0' or "
+        "'sequential'."
+    ).matches
+    assert [m.id for m in found] == ["malformed-device-argument"]
 
 
 def test_the_sample_line_splices_devices_where_the_source_splices_them() -> None:

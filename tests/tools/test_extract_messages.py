@@ -1,8 +1,10 @@
-"""The extraction of PyTorch's messages, on code shaped as PyTorch writes its checks."""
+"""The extraction of PyTorch's messages, and of the libraries' built on it, on code shaped as each
+writes its checks."""
 
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,60 @@ def test_a_check_macro_joins_its_literals_and_marks_each_value() -> None:
     ]
     assert found[0].where == "TensorIterator.cpp:4"
     assert found[0].key == "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
+
+
+# An extension's helper macro, as flash-attn and mmcv define theirs: the argument's own text opens the
+# message, and the definition runs over two lines.
+EXTENSION = """
+#define CHECK_DEVICE(x) TORCH_CHECK(x.is_cuda(), \\
+                                    #x " must be on CUDA")
+#define CHECK_SHAPE(x, ...) TORCH_CHECK(x.sizes() == torch::IntArrayRef({__VA_ARGS__}), #x " must have shape")
+void mha_fwd(at::Tensor &q, at::Tensor &cu_seqlens_q) {
+    CHECK_DEVICE(q); CHECK_DEVICE(cu_seqlens_q);
+    STD_TORCH_CHECK(q.device() == cu_seqlens_q.device(), "q and cu_seqlens_q must be on the same device");
+}
+"""
+
+
+def test_a_helper_macro_is_read_once_with_its_argument_as_a_value() -> None:
+    found = [f for f in x.cpp_messages(EXTENSION, "flash_api.cpp") if x.in_family(f.template)]
+    assert [(f.key, f.where) for f in found] == [
+        ("{} must be on CUDA", "flash_api.cpp:2"),
+        ("q and cu_seqlens_q must be on the same device", "flash_api.cpp:7"),
+    ]
+    assert found[0].template == "{x} must be on CUDA"
+
+
+def test_a_library_tree_is_read_whole_but_its_tests() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "csrc").mkdir()
+        (root / "csrc/api.cpp").write_text(EXTENSION)
+        (root / "pkg/tests").mkdir(parents=True)
+        (root / "pkg/ops.py").write_text(
+            'def nms(boxes):\n    assert not boxes.is_cuda, "boxes must be a CPU tensor"\n'
+        )
+        (root / "pkg/tests/test_ops.py").write_text('raise RuntimeError("x must be on the same device as y")\n')
+        found = x.read_library(root)
+    assert {(f.key, f.raised, f.where) for f in found} == {
+        ("{} must be on CUDA", "RuntimeError", "csrc/api.cpp:2"),
+        ("q and cu_seqlens_q must be on the same device", "RuntimeError", "csrc/api.cpp:7"),
+        ("boxes must be a CPU tensor", "AssertionError", "pkg/ops.py:2"),
+    }
+
+
+def test_a_librarys_messages_go_to_its_own_file_under_its_name(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib/ops.py").write_text(
+        'raise ValueError("Input tensors should be on the same device. Got {a} and {b}")\n'
+    )
+    output = tmp_path / "kb/messages/somelib.yaml"
+    assert x.main(["--library", "somelib", "--output", str(output), f"1.0={tmp_path / 'lib'}"]) == 0
+    text = output.read_text(encoding="utf-8")
+    assert text.startswith("# somelib's device-placement error messages")
+    assert [(r.key, r.versions) for r in x.load(output)] == [
+        ("Input tensors should be on the same device. Got {} and {}", ["1.0"])
+    ]
 
 
 def test_consecutive_stream_statements_make_one_message() -> None:
@@ -156,6 +212,7 @@ def test_the_written_file_reads_back_as_it_was_written(tmp_path: Path) -> None:
     assert x.load(path) == records
 
 
-def test_the_catalogue_in_the_kb_is_what_the_script_writes() -> None:
-    """Rewritten through the script's own dump, the file does not change: hand edits keep its shape."""
-    assert x.dump(x.load(x.OUTPUT)) == x.OUTPUT.read_text(encoding="utf-8")
+@pytest.mark.parametrize("path", sorted(x.OUTPUT.parent.glob("*.yaml")), ids=lambda p: p.stem)
+def test_the_catalogue_in_the_kb_is_what_the_script_writes(path: Path) -> None:
+    """Rewritten through the script's own dump, each file does not change: hand edits keep its shape."""
+    assert x.dump(x.load(path), path.stem) == path.read_text(encoding="utf-8")
