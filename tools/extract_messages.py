@@ -83,12 +83,16 @@ CPP_RAISERS = {
     "STD_TORCH_CHECK": 1,
     "AT_ASSERTM": 1,
     "AT_CHECK": 1,
+    # A bare C++ exception, as R's torch (lantern) and some extensions throw them.
+    "std::runtime_error": 0,
+    "std::invalid_argument": 0,
 }
 CPP_EXCEPTIONS = {
     "TORCH_CHECK_VALUE": "ValueError",
     "TORCH_CHECK_TYPE": "TypeError",
     "TORCH_CHECK_INDEX": "IndexError",
     "TORCH_CHECK_NOT_IMPLEMENTED": "NotImplementedError",
+    "std::invalid_argument": "ValueError",
 }
 _RAISER = re.compile(r"\b(" + "|".join(sorted(CPP_RAISERS, key=len, reverse=True)) + r")\s*\(")
 _STREAM = re.compile(r"^[ \t]*([A-Za-z_][\w.]*)[ \t]*<<", re.MULTILINE)
@@ -114,6 +118,7 @@ FAMILY = tuple(
         r"storage has not been allocated on",
         r"deserialize object on (?:a )?cuda device",
         r"map_location",
+        r"\bonly (?:supported|available) (?:on|with|in) (?:the )?(?:cuda|gpu|mps|xla)\b",
         r"not compiled with (?:cuda|mps|xpu)",
         r"invalid device ordinal",
         r"device[- ]side generator|generator[^.]{0,40}device",
@@ -145,7 +150,7 @@ NOT_FAMILY = re.compile(
     r"pip install|requires? (?:`?accelerate|the `accelerate`|torch|PyTorch|Accelerate)|mutually exclusive|"
     r"low_cpu_mem_usage|tp_plan|tensor.parallel|_no_split_modules|offload_(?:folder|dir)|Flax|DeepSpeed|"
     r"attention blocks|keys are missing|enough GPU RAM|with a device_map that contains|graphs:|kernel repo|"
-    r"shape mismatches|tf2onnx|not enough free device memory|This script is to be run",
+    r"shape mismatches|tf2onnx|not enough free device memory|This script is to be run|CUDA \d+(?:\.\d+)? and above",
     re.IGNORECASE,
 )
 # A message whose fixed text is shorter than this is a fragment no paste could be matched by.

@@ -90,6 +90,20 @@ def test_a_helper_macro_is_read_once_with_its_argument_as_a_value() -> None:
     assert found[0].template == "{x} must be on CUDA"
 
 
+def test_a_bare_cpp_exception_is_read_as_its_python_class() -> None:
+    """R's torch throws plain C++ exceptions from its CPU build where a CUDA call has no kernel."""
+    code = (
+        "void empty_cache() {\n"
+        '  throw std::runtime_error(\n      "`cuda_empty_cache` is only supported on CUDA runtimes.");\n'
+        "}\n"
+    )
+    found = [f for f in x.cpp_messages(code, "Cuda.cpp") if x.in_family(f.template)]
+    assert [(f.key, f.raised, f.where) for f in found] == [
+        ("`cuda_empty_cache` is only supported on CUDA runtimes.", "RuntimeError", "Cuda.cpp:2")
+    ]
+    assert not x.in_family("FlashAttention is only supported on CUDA 11.7 and above")
+
+
 def test_a_library_tree_is_read_whole_but_its_tests() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
