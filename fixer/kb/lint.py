@@ -91,22 +91,27 @@ def lint(root: Path, team: Sequence[Path] = ()) -> tuple[list[Entry], list[Probl
             files[entry.id] = path
     entries = list(merged.values())
     names = {entry_id: shown(path, root) for entry_id, path in files.items()}
-    problems.extend(_cross_checks(entries, root, names, files, facts))
+    sources: tuple[SourceMessage, ...] = ()
+    try:
+        sources = _sources(root)
+    except KBError as exc:
+        file, _, unread = str(exc).partition(": ")
+        problems.append(Problem(file, unread))
+    problems.extend(_cross_checks(entries, root, names, files, facts, sources))
     problems.extend(_slow_team_regexes(entries, root, names, files))
-    problems.extend(_unknown_causes_of_sources(root, merged.keys()))
+    problems.extend(_unknown_causes_of_sources(sources, merged.keys()))
     return entries, problems
 
 
-def _unknown_causes_of_sources(root: Path, ids: Iterable[str]) -> list[Problem]:
-    """The extracted messages may only name causes the KB has: a renamed or retired entry leaves them
-    pointing nowhere, and the message would then admit nothing."""
+def _sources(root: Path) -> tuple[SourceMessage, ...]:
     from fixer.kb.catalog import _read_document
 
-    try:
-        sources = read_sources(root / MESSAGES, _read_document)
-    except KBError as exc:
-        file, _, problems = str(exc).partition(": ")
-        return [Problem(file, problems)]
+    return read_sources(root / MESSAGES, _read_document)
+
+
+def _unknown_causes_of_sources(sources: Sequence[SourceMessage], ids: Iterable[str]) -> list[Problem]:
+    """The extracted messages may only name causes the KB has: a renamed or retired entry leaves them
+    pointing nowhere, and the message would then admit nothing."""
     known = set(ids)
     return [
         Problem(
@@ -156,7 +161,12 @@ def _slow_team_regexes(
 
 
 def _cross_checks(
-    entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path], facts: dict[str, Fact]
+    entries: list[Entry],
+    root: Path,
+    names: dict[str, str],
+    files: dict[str, Path],
+    facts: dict[str, Fact],
+    sources: Sequence[SourceMessage],
 ) -> list[Problem]:
     """Checks of each entry against the others and the questions; `names` says which file to blame."""
     problems: list[Problem] = []
@@ -188,7 +198,7 @@ def _cross_checks(
         problems.extend(Problem(file, message) for message in _codemod_problems(entry))
         problems.extend(Problem(file, message) for message in unwritten(entry))
     problems.extend(_shared_wordings_weigh_alike(entries, names))
-    problems.extend(_examples_rank_first(entries, root, names, files, facts))
+    problems.extend(_examples_rank_first(entries, root, names, files, facts, sources))
     return problems
 
 
@@ -232,7 +242,12 @@ def _shared_wordings_weigh_alike(entries: list[Entry], names: dict[str, str]) ->
 
 
 def _examples_rank_first(
-    entries: list[Entry], root: Path, names: dict[str, str], files: dict[str, Path], facts: dict[str, Fact]
+    entries: list[Entry],
+    root: Path,
+    names: dict[str, str],
+    files: dict[str, Path],
+    facts: dict[str, Fact],
+    sources: Sequence[SourceMessage],
 ) -> list[Problem]:
     """Each real example puts its own entry first: the KB's regression test. An example whose text
     cannot decide (`ambiguous`) may rank lower, as its priors say, but must stay within reach of the
@@ -240,7 +255,13 @@ def _examples_rank_first(
     still change the first place as the entry's own `facts` say must bring it first: each cause is
     reachable by some sequence of answers."""
     live = {e.id: e for e in entries if not e.retired}
-    catalog = Catalog(entries=live, root=root, files={entry_id: files[entry_id] for entry_id in live}, facts=facts)
+    catalog = Catalog(
+        entries=live,
+        root=root,
+        files={entry_id: files[entry_id] for entry_id in live},
+        facts=facts,
+        sources=tuple(sources),  # ranked as `fixer explain` ranks, with the extracted messages
+    )
     matcher = Matcher(catalog)
     problems = []
     for entry in live.values():
