@@ -2,10 +2,10 @@
 of the entries that cause them.
 
 The hand-written signatures were drawn from what users pasted; the extracted messages are what PyTorch
-and its libraries can say. Each message becomes a signature of the entries its record names, weighing `SOURCE_WEIGHT`,
-that the matcher reads only where no hand-written signature reads the paste: where one does, it
-decides which causes the message admits and how much it weighs. Where none does, the message admits
-its causes and lets the evidence and the priors order them.
+and its libraries can say. Each message becomes a signature of the entries its record names, weighing
+`SOURCE_WEIGHT`, that the matcher reads only where no hand-written signature reads the paste: where one
+does, it decides which causes the message admits and how much it weighs. Where none does, the message
+admits its causes and lets the evidence and the priors order them.
 """
 
 from __future__ import annotations
