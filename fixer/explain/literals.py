@@ -11,19 +11,35 @@ holds: what RE2's prefilter and code search's trigram index do, at the scale of 
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 Needs = tuple[tuple[str, ...], ...]
 """Lowercased strings: a text the regex matches holds at least one string of each tuple."""
 
-_REPEATS = frozenset(("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"))
+# re.compile's own parser and compiler: private, named re._parser and re._compiler from Python 3.11, and
+# sre_parse and sre_compile before (already imported by `re`, so free here).
+_OLD_NAMES = sys.version_info < (3, 11)
+_sre_parser: Any = importlib.import_module("sre_parse" if _OLD_NAMES else "re._parser")
+_sre_compiler: Any = importlib.import_module("sre_compile" if _OLD_NAMES else "re._compiler")
+_sre_constants: Any = importlib.import_module("sre_constants" if _OLD_NAMES else "re._constants")
+_LITERAL, _SUBPATTERN, _BRANCH = _sre_constants.LITERAL, _sre_constants.SUBPATTERN, _sre_constants.BRANCH
+_ATOMIC_GROUP = getattr(_sre_constants, "ATOMIC_GROUP", None)  # Python 3.11 on
+_ASSERTS = frozenset((_sre_constants.ASSERT, _sre_constants.ASSERT_NOT))
+_REPEATS = frozenset(
+    getattr(_sre_constants, name)
+    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+    if hasattr(_sre_constants, name)
+)
 _GRAM = 3  # a literal is looked up by one of its three-character pieces, its rarest
 _WINDOW = 16  # and checked by as many of its characters around that piece
 # Seeking a piece in a text costs about a thirtieth of one step of the loop over the text's characters
@@ -31,17 +47,37 @@ _WINDOW = 16  # and checked by as many of its characters around that piece
 _SOUGHT_PIECES = 256
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What one parse of a regex tells: what its matches hold (`needs`), and whether it nests an
+    unbounded repeat in another (`(a+)+`), the shape that backtracks without end on text that almost
+    matches."""
+
+    needs: Needs
+    nests_repeats: bool
+
+
+@lru_cache(maxsize=1 << 18)
+def analyse(pattern: str) -> Analysis:
+    """`pattern` parsed once, and compiled from that parse so that it raises what `re.compile` raises
+    (`re.error`, `OverflowError`, `RecursionError`). Parsing is most of what a KB costs to load (Python's
+    regex parser is pure Python, about 0.2 ms a pattern), and validating an entry, indexing its
+    signatures and indexing its rules each need it: remembered here, each pattern is parsed once."""
+    tree = _sre_parser.parse(pattern)
+    _sre_compiler.compile(tree)
+    found = _conjunction(tree.data)
+    kept = [alternatives for alternatives in found if not any(other < alternatives for other in found)]
+    needed = tuple(sorted(tuple(sorted(alternatives)) for alternatives in set(kept)))
+    return Analysis(needed, _repeats_a_repetition(tree.data))
+
+
 def needs(pattern: str) -> Needs:
     """What every match of `pattern` holds, whatever its case flags; `()` when nothing is certain, and
     the pattern is then always tried."""
     try:
-        from re import _parser  # type: ignore[attr-defined]  # re.compile's own parser; private: any surprise is caught
-
-        found = _conjunction(_parser.parse(pattern).data)
-    except Exception:  # an analysis we cannot make leaves the regex always tried
+        return analyse(pattern).needs
+    except Exception:  # re's parser is private: an analysis we cannot make leaves the regex always tried
         return ()
-    kept = [alternatives for alternatives in found if not any(other < alternatives for other in found)]
-    return tuple(sorted(tuple(sorted(alternatives)) for alternatives in set(kept)))
 
 
 def _conjunction(items: Iterable[tuple[object, object]]) -> list[frozenset[str]]:
@@ -49,20 +85,19 @@ def _conjunction(items: Iterable[tuple[object, object]]) -> list[frozenset[str]]
     found: list[frozenset[str]] = []
     run: list[str] = []
     for op, arg in items:
-        name = str(op)
-        if name == "LITERAL":
+        if op is _LITERAL:
             run.append(chr(arg).lower())  # type: ignore[call-overload,arg-type]
             continue
         if run:
             found.append(frozenset(("".join(run),)))
             run = []
-        if name == "SUBPATTERN":
+        if op is _SUBPATTERN:
             found += _conjunction(arg[-1].data)  # type: ignore[index]
-        elif name == "ATOMIC_GROUP":
+        elif op is _ATOMIC_GROUP:
             found += _conjunction(arg.data)  # type: ignore[attr-defined]
-        elif name in _REPEATS and arg[0] >= 1:  # type: ignore[index]
+        elif op in _REPEATS and arg[0] >= 1:  # type: ignore[index]
             found += _conjunction(arg[2].data)  # type: ignore[index]
-        elif name == "BRANCH":
+        elif op is _BRANCH:
             # Any branch may match: each must name a set, and their union is what the branch needs.
             alternatives = [max(_conjunction(branch.data), key=_rank, default=None) for branch in arg[1]]  # type: ignore[index]
             if all(alternatives):
@@ -75,6 +110,29 @@ def _conjunction(items: Iterable[tuple[object, object]]) -> list[frozenset[str]]
 def _rank(alternatives: frozenset[str]) -> tuple[int, int]:
     """Longer literals pass fewer texts; of equal length, fewer alternatives do."""
     return min(len(s) for s in alternatives), -len(alternatives)
+
+
+_UNBOUNDED = 64  # a repeat allowed more times than this counts as unbounded for backtracking
+
+
+def _repeats_a_repetition(items: Any, inside: bool = False) -> bool:
+    """An unbounded repeat inside another. Bounded outer repeats (`(?:\\s+\\w+){0,3}`) cost a small
+    power of the length and are allowed."""
+    for op, value in items:
+        if op in _REPEATS:
+            _, most, body = value
+            unbounded = most == _sre_constants.MAXREPEAT or most > _UNBOUNDED
+            if (inside and unbounded) or _repeats_a_repetition(body, inside or unbounded):
+                return True
+        elif op is _SUBPATTERN:
+            if _repeats_a_repetition(value[-1], inside):
+                return True
+        elif op is _BRANCH:
+            if any(_repeats_a_repetition(branch, inside) for branch in value[1]):
+                return True
+        elif op in _ASSERTS and _repeats_a_repetition(value[1], inside):
+            return True
+    return False
 
 
 def holds(needed: Needs, lowered: str) -> bool:

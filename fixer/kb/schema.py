@@ -6,17 +6,12 @@ the shape of an entry. `fixer kb schema` exports this as JSON Schema for editors
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
-# The regex parser: re._parser from Python 3.11, sre_parse before (deprecated since).
-_NEW_NAMES = sys.version_info >= (3, 11)
-_sre: Any = importlib.import_module("re._constants" if _NEW_NAMES else "sre_constants")
-_sre_parser: Any = importlib.import_module("re._parser" if _NEW_NAMES else "sre_parse")
+from fixer.explain.literals import analyse
 
 ENTRY_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 DeviceKind = Literal["cpu", "cuda", "mps", "meta", "xpu", "npu", "hpu", "xla"]
@@ -31,42 +26,15 @@ def _compiles(pattern: str | None) -> str | None:
     is searched with every signature, so one pattern that backtracks without end hangs every user."""
     if pattern is not None:
         try:
-            re.compile(pattern)
+            nests_repeats = analyse(pattern).nests_repeats
         except (re.error, OverflowError, RecursionError) as exc:  # `a{4294967296}`, thousands of nested groups
             raise ValueError(f"regex {pattern!r} does not compile: {exc or type(exc).__name__}") from None
-        if _REPEATED_GROUP.search(pattern) and _repeats_a_repetition(_sre_parser.parse(pattern)):
+        if nests_repeats:
             raise ValueError(
                 f"regex {pattern!r} repeats a repetition (like `(a+)+` or `(\\w+\\s?)*`), which can take "
                 "exponential time on text that almost matches: write the inner part without its own + or *"
             )
     return pattern
-
-
-# Only a group can hold a repeat, so only a repeated group can nest one: the parse, as costly as the
-# compile, is kept for the few patterns that have one.
-_REPEATED_GROUP = re.compile(r"\)[*+{]")
-_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", _sre.MAX_REPEAT)}
-_UNBOUNDED = 64  # a repeat allowed more times than this counts as unbounded for backtracking
-
-
-def _repeats_a_repetition(items: Any, inside: bool = False) -> bool:
-    """An unbounded repeat inside another: the shape behind catastrophic backtracking. Bounded outer
-    repeats (`(?:\\s+\\w+){0,3}`) cost a small power of the length and are allowed."""
-    for op, value in items:
-        if op in _REPEATS:
-            _, most, body = value
-            unbounded = most == _sre.MAXREPEAT or most > _UNBOUNDED
-            if (inside and unbounded) or _repeats_a_repetition(body, inside or unbounded):
-                return True
-        elif op == _sre.SUBPATTERN:
-            if _repeats_a_repetition(value[-1], inside):
-                return True
-        elif op == _sre.BRANCH:
-            if any(_repeats_a_repetition(branch, inside) for branch in value[1]):
-                return True
-        elif op in (_sre.ASSERT, _sre.ASSERT_NOT) and _repeats_a_repetition(value[1], inside):
-            return True
-    return False
 
 
 # Signatures are also searched as one alternation (to find a message printed without an exception

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 
 import pytest
 from conftest import ROOT, corpus_items, kb_examples
 
+from fixer.explain import literals
 from fixer.explain.match import Matcher
 from fixer.kb import index
+from fixer.kb.catalog import load
 from fixer.kb.index import build, dumps, loads
 
 TEXTS = [text for _, _, text in kb_examples()] + [item["traceback"] for item in corpus_items()]
@@ -36,6 +39,24 @@ def test_a_card_shows_what_the_entry_says_and_reads_the_rest_from_its_file(catal
         tuple(entry.diagnostics),
     )
     assert card.loaded is None and card.entry == entry
+
+
+def test_building_an_index_parses_each_regex_once(kb, monkeypatch):
+    """Parsing regexes is most of what a large KB costs to index: validating an entry, indexing its
+    signatures and indexing its rules share one parse of each pattern."""
+    literals.analyse.cache_clear()
+    parsed = Counter()
+    parse = literals._sre_parser.parse
+
+    def counted(pattern, *args, **kwargs):
+        parsed[pattern] += 1
+        return parse(pattern, *args, **kwargs)
+
+    monkeypatch.setattr(literals._sre_parser, "parse", counted)
+    built = build(load(kb, team=()))
+    assert len(parsed) > 400
+    assert [p for p, times in parsed.items() if times > 1] == []
+    assert all(signature.pattern.pattern in parsed for e in built.entries for signature in e.signatures)
 
 
 @pytest.fixture
