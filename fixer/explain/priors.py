@@ -42,6 +42,7 @@ _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[,.!?;:])|(?<=\w)\s+(?=\(\))")  #
 # Other accelerators (and meta, which tests and deferred loading put where a GPU would be) meet the CPU
 # for the same reasons CUDA does; their own cases are too few to count.
 _ACCELERATORS = re.compile(r"<(?:mps|xpu|npu|hpu|xla|meta)>")
+CUT_MINIMUM = 40  # characters of a message's start that say which counted message it is
 _CHECKING_CLAUSE = re.compile(r"\s*\(when checking argument[^()]*\)$")
 
 
@@ -63,7 +64,13 @@ def lookup(priors: dict[str, dict[str, Prior]], message: str, *, back_off: bool 
     keys = [found, _ACCELERATORS.sub("<cuda>", found)]
     if back_off:
         keys += [_CHECKING_CLAUSE.sub("", k) for k in keys]
-    return next((priors[k] for k in keys if k in priors), {})
+    exact = next((priors[k] for k in keys if k in priors), None)
+    if exact is not None:
+        return exact
+    # A message cut short, by the person or at a line break its second sentence was printed after, is
+    # the start of the counted one: its causes are that message's, where it is the start of no other.
+    counted = {k for k in priors for start in keys[:2] if len(start) >= CUT_MINIMUM and k.startswith(start)}
+    return priors[counted.pop()] if len(counted) == 1 else {}
 
 
 def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[[str], str]) -> dict[str, Counter[str]]:

@@ -6,7 +6,7 @@ import pytest
 from conftest import CORPUS, corpus_items
 
 from fixer.explain.match import NEAREST
-from fixer.explain.narrow import BEYOND, certainty
+from fixer.explain.narrow import BEYOND, certainty, first, settled
 from fixer.kb.evaluate import evaluate, load_corpus
 
 # https://github.com/FoundationVision/VAR/issues/127
@@ -121,3 +121,31 @@ def test_a_device_message_nothing_reads_is_offered_its_nearest_causes_below_any_
 def test_a_message_about_no_device_or_outside_the_kb_is_offered_nothing(matcher):
     assert matcher.explain("RuntimeError: the shapes of the two operands differ\n").matches == []
     assert matcher.explain("ValueError: Expected a cuda or cpu device, but got: mps\n").matches == []
+
+
+# Two real threads in no corpus: a library read `device.type` from the string it was given.
+DEVICE_PARTS_READ = {
+    "https://github.com/limix-ldm-ai/LimiX/issues/32": (
+        " if device.type == 'cpu':\n\nAttributeError: 'str' object has no attribute 'type'\n"
+    ),
+    "https://github.com/libffcv/ffcv/issues/324": (
+        "`\nAttributeError: 'str' object has no attribute 'type'` at line 333 of ffcv/pipeline/graph.py which goes "
+        "something like this\n` if next_state.device.type != 'cuda' and isinstance(operation,\n"
+        "                    ModuleWrapper):`\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("paste", DEVICE_PARTS_READ.values(), ids=DEVICE_PARTS_READ.keys())
+def test_a_string_read_as_a_device_is_a_malformed_device_argument(matcher, paste):
+    explained = matcher.explain(paste)
+    assert explained.matches[0].id == "malformed-device-argument"
+    assert settled(explained.matches) and first(explained.matches) == "malformed-device-argument"
+
+
+def test_the_same_words_about_another_object_are_no_confident_answer(matcher):
+    paste = (
+        'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    print(config.type)\n'
+        "AttributeError: 'str' object has no attribute 'type'\n"
+    )
+    assert first(matcher.explain(paste).matches) is None

@@ -87,3 +87,16 @@ def test_an_argument_that_entries_weigh_keeps_the_bare_message_priors_out(matche
     unspoken = line.replace("argument index in method wrapper_CUDA__index_select", "argument boundaries in method x")
     assert not any("real cases" in r.text for m in matcher.explain(line).matches for r in m.reasons)
     assert any("real cases" in r.text for m in matcher.explain(unspoken).matches for r in m.reasons)
+
+
+def test_a_message_cut_at_its_line_break_takes_the_counts_of_the_whole_message(catalog):
+    """CRAFT-pytorch#16 pasted the first sentence of torch.load's message on its own line, retyped."""
+    cut = "Attempting to deserialize object on a CUDA device but torch.cuda.is_available () is False."
+    found = priors.lookup(priors.load(catalog.root), cut)
+    assert found["torch-load-without-map-location"].count > found["torch-load-missing-ordinal"].count
+
+
+def test_a_cut_that_several_counted_messages_start_with_takes_no_counts(catalog):
+    counted = priors.load(catalog.root)
+    assert sum(k.startswith(priors.key(CUDA_CPU[:70])) for k in counted) > 1
+    assert priors.lookup(counted, CUDA_CPU[:70]) == {}
