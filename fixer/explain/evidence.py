@@ -169,8 +169,11 @@ def extract(tb: Traceback, *, read_code: bool = True, read_files: bool = True) -
     )
 
 
-# A fence, a prompt or a cell: a paste whose frames show no code may still show the code that ran.
-_SHOWS_CODE = re.compile(r"^\s*(?:```|~~~|>>>|In \[\d*\]:)", re.MULTILINE)
+# Code that says its error in a comment on the line that raised it: `y = f(x)  # RuntimeError: ...`.
+ERROR_IN_COMMENT = r"[^\S\n]*[^\s#][^\n]*?#\s*(?:\w+\.)*[A-Z]\w*(?:Error|Exception):"
+# A fence, a prompt, a cell or such a line: a paste whose frames show no code may still show the code
+# that ran.
+_SHOWS_CODE = re.compile(rf"^\s*(?:```|~~~|>>>|In \[\d*\]:)|^{ERROR_IN_COMMENT}", re.MULTILINE)
 
 
 def _facts(frames: tuple[Frame, ...], text: str, read_files: bool) -> dict[str, tuple[str, ...]]:

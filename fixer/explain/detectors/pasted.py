@@ -16,12 +16,15 @@ import textwrap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from fixer.explain.evidence import ERROR_IN_COMMENT
+
 PASTE = "the paste"  # the name a finding gives the code it read in the paste
 
 _FENCE = re.compile(r"^\s*(?:```|~~~)\s*[\w+-]*\s*$")
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.)(?: |$)")
 _IPY_IN = re.compile(r"^\s*(?:In \[\d*\]|\s+\.\.\.):(?: |$)")
 _HEADER = re.compile(r"^\s*(?:[\w.]+\s+)?Traceback \(most recent call last\):?\s*$|^-{20,}\s*$")
+_ERROR_IN_COMMENT = re.compile(ERROR_IN_COMMENT)
 _NOT_CODE = re.compile(r'^\s*File "|Traceback \(most recent call last\)|^\s*\w*(?:Error|Exception)\b.*:\s')
 _MAX_BLOCK_LINES = 400
 _MAX_SNIPPET_LINES = 60  # a snippet is read back this far above the traceback: a long log above it is no snippet
@@ -93,8 +96,13 @@ def _trimmed(run: list[str]) -> list[str]:
 
 def _above(lines: list[str]) -> Block | None:
     """The code just above the first traceback header, back to the line that stops parsing as code:
-    at least two statements, a call among them (prose seldom parses so)."""
+    at least two statements, a call among them (prose seldom parses so). A paste with no header may be
+    code that says its error in a comment on the line that raised it (`y = f(x)  # RuntimeError: ...`):
+    the code then ends with that line."""
     header = next((n for n, line in enumerate(lines) if _HEADER.match(line)), None)
+    if header is None:
+        said = next((n for n, line in enumerate(lines) if _ERROR_IN_COMMENT.match(line)), None)
+        header = None if said is None else said + 1
     if header is None or header == 0:
         return None
     end = header

@@ -8,12 +8,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection, Iterator
 
-# Factories that put a new tensor on the default device (the CPU) unless told otherwise; `*_like`
-# ones follow their argument, so they are not here.
+# Factories that put a new tensor on the default device (the CPU) unless told otherwise: PyTorch's
+# creation ops, its spectral windows and its random samplers; `*_like` ones follow their argument, so
+# they are not here.
 FACTORIES = frozenset(
-    {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
-     "logspace", "eye", "normal", "tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "DoubleTensor",
-     "HalfTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor"}
+    {"zeros", "ones", "empty", "empty_strided", "full", "rand", "randn", "randint", "randperm", "arange", "range",
+     "linspace", "logspace", "eye", "normal", "tensor", "as_tensor", "asarray", "from_numpy", "frombuffer",
+     "from_file", "sparse_coo_tensor", "sparse_csr_tensor", "tril_indices", "triu_indices", "hann_window",
+     "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "Tensor", "FloatTensor",
+     "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor"}
 )  # fmt: skip
 # Calls that place a tensor or module on a device, or take another tensor's device.
 MOVES = frozenset({"to", "cuda", "type_as", "mps", "xpu", "to_empty"})

@@ -78,3 +78,19 @@ def test_a_session_that_moves_one_tensor_and_makes_the_next_without_a_device(mat
     explained = matcher.explain(text)
     assert explained.matches[0].id == "tensor-created-without-device"
     assert "factory-meets-moved-on-failing-line" in explained.evidence.facts
+
+
+def test_code_that_says_its_error_in_a_comment_is_read_up_to_that_line(matcher: Matcher) -> None:
+    """pytorch#30865: a script whose last line carries `# RuntimeError: ...`, and no traceback; the
+    `# torch.Size([...])` comment two lines above it is output, not the error."""
+    text = _tune("pytorch-stft-window-on-cpu")
+    code = Code.of((), text)
+    assert [(s.file, s.line) for s in code.shown] == [("the paste", 14)]
+    explained = matcher.explain(text)
+    assert explained.matches[0].id == "tensor-created-without-device"
+    assert any("the paste:14" in reason.text for reason in explained.matches[0].reasons)
+
+
+def test_a_comment_that_names_no_error_makes_no_snippet() -> None:
+    text = "x = torch.ones(2).cuda()\ny = x + torch.ones(2)  # shape: torch.Size([2])\n"
+    assert list(pasted.blocks(text)) == []
