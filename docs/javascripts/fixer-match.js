@@ -1007,7 +1007,11 @@ function priorsOf(data, message, backOff) {
   const keys = [found, sub(p.accelerators.source, found, "<cuda>")];
   if (backOff) keys.push(...keys.map((k) => sub(p.checking_clause.source, k, "")));
   const hit = keys.find((k) => Object.hasOwn(data.priors, k));
-  return hit === undefined ? {} : data.priors[hit];
+  if (hit !== undefined) return data.priors[hit];
+  // A message cut short is the start of the counted one, where it is the start of no other.
+  const starts = keys.slice(0, 2).filter((k) => [...k].length >= data.constants.CUT_MINIMUM);
+  const counted = Object.keys(data.priors).filter((k) => starts.some((start) => k.startsWith(start)));
+  return counted.length === 1 ? data.priors[counted[0]] : {};
 }
 
 function bestSignature(entry, ev, find, source) {

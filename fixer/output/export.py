@@ -468,6 +468,7 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "SIMILARITY_FLOOR": _match.SIMILARITY_FLOOR,
             "SIMILARITY_TIE": _match.SIMILARITY_TIE,
             "RESEMBLANCE": _match.RESEMBLANCE,
+            "CUT_MINIMUM": _priors.CUT_MINIMUM,
             "FRAMES_ALONE": _match.FRAMES_ALONE,
             "MAX_MESSAGE_LINES": _parse._MAX_MESSAGE_LINES,
             "MAX_MESSAGE_CHARS": _parse.MAX_MESSAGE_CHARS,
