@@ -464,33 +464,36 @@ function align(c, line, wording) {
   return [bestAgreed, (bestAgreed - bestValue) / 2];
 }
 
-/** Wordings.read: [number, cost] of each wording a line reads best as; none if none reads it. */
+/** Wordings.read: [number, cost, words] of each wording a line reads as, by its best reading; none if none reads it. */
 function readTolerantly(data, line) {
   const c = data.constants;
   if (!data.wordings) return [];
   if (!data.wordingContent) {
-    data.wordingContent = data.wordings.map((w) => new Set(w.words.filter((x) => x.length >= 4 && x !== c.HOLE)));
+    data.wordingContent = data.wordings.map(
+      (w) => new Set(w.readings.flat().filter((x) => x.length >= 4 && x !== c.HOLE)),
+    );
   }
   const tokens = tolerantWords(data, line.replace(rx(data.patterns.tolerant_type_prefix.source, "u"), ""));
   if (tokens.length < c.MIN_WORDS) return [];
   const present = new Set(tokens);
-  let found = [];
-  let best = null;
+  const found = [];
   data.wordings.forEach((wording, number) => {
     let shared = 0;
     for (const w of data.wordingContent[number]) if (present.has(w)) shared++;
     if (shared < c.CONTENT_SHARED) return;
-    const [agreed, cost] = align(c, tokens, wording.words);
-    if (!(agreed >= c.MIN_WORDS && cost <= c.MAX_COST * agreed)) return;
-    const value = agreed - 2 * cost;
-    if (best === null || value > best) {
-      best = value;
-      found = [[number, cost]];
-    } else if (value === best) {
-      found.push([number, cost]);
+    let best = null;
+    for (const words of wording.readings) {
+      const [agreed, cost] = align(c, tokens, words);
+      if (!(agreed >= c.MIN_WORDS && cost <= c.MAX_COST * agreed)) continue;
+      const value = agreed - 2 * cost;
+      if (best === null || value > best.value) best = { number, cost, words, value }; // the first of equals
     }
+    if (best !== null) found.push(best);
   });
-  return found;
+  if (!found.length) return [];
+  const best = Math.max(...found.map((r) => r.value));
+  // A line that agrees word for word with several wordings is cut from any of them.
+  return found.filter((r) => r.value === best || r.cost === 0).map((r) => [r.number, r.cost, r.words]);
 }
 
 /** parse.py's _tolerant_message. */
@@ -521,9 +524,9 @@ function paragraph(data, lines, start, first, type) {
 function tolerantSignatures(data, message) {
   const c = data.constants;
   const found = data.entries.map(() => null);
-  for (const [number, cost] of readTolerantly(data, message)) {
+  for (const [number, cost, words] of readTolerantly(data, message)) {
     const wording = data.wordings[number];
-    const text = wording.words.map((w) => (w === c.HOLE ? "…" : w)).join(" ");
+    const text = words.map((w) => (w === c.HOLE ? "…" : w)).join(" ");
     for (const [n, weight] of wording.bearers) {
       let points = Math.max(1, weight - c.TOLERANCE_COST);
       if (cost) points = Math.min(points, c.INEXACT_CEILING);

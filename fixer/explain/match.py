@@ -20,7 +20,7 @@ from fixer.explain.evidence import Evidence, device_kind, extract
 from fixer.explain.literals import Regex
 from fixer.explain.normalise import normalise
 from fixer.explain.parse import Traceback, parse
-from fixer.explain.tolerant import HOLE, Wordings, skeleton
+from fixer.explain.tolerant import HOLE, Wordings, readings
 from fixer.kb.index import Card, Index, IndexedEntry, Outside, Question, Rule, build
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class Matcher:
     @cached_property
     def _wordings(self) -> Wordings:
         """Every known pattern's fixed words, in the order of `known_messages.regexes`."""
-        return Wordings([skeleton(regex.pattern) for regex in self.known_messages.regexes])
+        return Wordings([readings(regex.pattern) for regex in self.known_messages.regexes])
 
     def _outside_of(self, message: str) -> Outside | None:
         lowered = message.lower()
@@ -263,9 +263,10 @@ class Matcher:
         or retyped (fixer.explain.tolerant), each at its signature's weight less `TOLERANCE_COST`, and
         no more than `INEXACT_CEILING` where a word was wrong or misspelt."""
         found: dict[int, Reason | None] = {}
-        for number, alignment in self._wordings.read(message):
+        for read in self._wordings.read(message):
+            number, alignment = read.number, read.alignment
             pattern = self.known_messages.regexes[number].pattern
-            wording = " ".join("…" if w == HOLE else w for w in self._wordings.skeletons[number])
+            wording = " ".join("…" if w == HOLE else w for w in read.words)
             for n in self.index.bearers[number]:
                 weight = next(s.weight for s in self.index.entries[n].signatures if s.pattern.pattern == pattern)
                 points = max(1, weight - TOLERANCE_COST)

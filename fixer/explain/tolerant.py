@@ -23,6 +23,7 @@ HOLE_SPAN = 4  # how many of the line's words one hole may take
 MIN_WORDS = 5  # words that must agree: fewer could come from any sentence about devices
 MAX_COST = 0.2  # per agreeing word: a wrong word costs 1, a typo 0.5
 TYPO = 0.5
+MAX_READINGS = 8  # ways through a wording's alternatives that are read as they are; more, and they are holes
 CONTENT_SHARED = 2  # longer words (four letters or more) a line must share with a wording to be aligned to it
 _WORD = re.compile(r"[a-z]+\d*|\d+")
 # What a line may start with before the message: marks, and the exception's type.
@@ -37,39 +38,80 @@ def words(text: str) -> tuple[str, ...]:
 def skeleton(pattern: str) -> tuple[str, ...]:
     """A regex's fixed words in order, with `HOLE` where it matches something variable; `()` where the
     regex cannot be read (it is then never read tolerantly)."""
+    found = readings(pattern)
+    return found[0] if found else ()
+
+
+def readings(pattern: str) -> tuple[tuple[str, ...], ...]:
+    """The regex's skeleton, then one skeleton per way through its alternatives (`(?:device type|backend|
+    type)` read each way), at most `MAX_READINGS`: a cut message shows the words of one alternative, which
+    a hole alone cannot agree with. `()` where the regex cannot be read."""
     try:
         from re import _parser  # type: ignore[attr-defined]  # re.compile's own parser; private: any surprise is caught
 
-        parts = _pieces(_parser.parse(pattern).data)
+        items = _parser.parse(pattern).data
+        ways = [_holed(items), *_ways(items)]
     except Exception:
         return ()
+    return tuple(dict.fromkeys(_tokens(way) for way in ways))
+
+
+def _tokens(parts: list[str | None]) -> tuple[str, ...]:
     out: list[str] = []
-    for part in parts:
+    for part in _merged(parts):
         for token in (HOLE,) if part is None else words(part):
             if not (token == HOLE and out and out[-1] == HOLE):
                 out.append(token)
     return tuple(out)
 
 
-def _pieces(items: Iterable[tuple[object, object]]) -> list[str | None]:
-    """Text runs and holes (None), in order."""
+def _holed(items: Iterable[tuple[object, object]]) -> list[str | None]:
+    """Text runs and holes (None), in order: anything that varies is a hole."""
     found: list[str | None] = []
     for op, arg in items:
         name = str(op)
         if name == "LITERAL":
             found.append(chr(arg))  # type: ignore[call-overload,arg-type]
         elif name == "SUBPATTERN":
-            found += _pieces(arg[-1].data)  # type: ignore[index]
+            found += _holed(arg[-1].data)  # type: ignore[index]
         elif name in ("ASSERT", "ASSERT_NOT", "AT"):
             continue
         elif name in ("MAX_REPEAT", "MIN_REPEAT") and arg[0] == arg[1] == 1:  # type: ignore[index]
-            found += _pieces(arg[2].data)  # type: ignore[index]
+            found += _holed(arg[2].data)  # type: ignore[index]
         else:
             found.append(None)
+    return found
+
+
+def _ways(items: Iterable[tuple[object, object]], limit: int = MAX_READINGS) -> list[list[str | None]]:
+    """Each way through the items, alternatives taken each way, while there are no more than `limit`;
+    an alternative that would make more is a hole, as in the skeleton."""
+    ways: list[list[str | None]] = [[]]
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            choices: list[list[str | None]] = [[chr(arg)]]  # type: ignore[call-overload,arg-type]
+        elif name == "SUBPATTERN":
+            choices = _ways(arg[-1].data, limit)  # type: ignore[index]
+        elif name in ("ASSERT", "ASSERT_NOT", "AT"):
+            continue
+        elif name in ("MAX_REPEAT", "MIN_REPEAT") and arg[0] == arg[1] == 1:  # type: ignore[index]
+            choices = _ways(arg[2].data, limit)  # type: ignore[index]
+        elif name == "BRANCH":
+            choices = [way for branch in arg[1] for way in _ways(branch.data, limit)]  # type: ignore[index]
+        else:
+            choices = [[None]]
+        if len(ways) * len(choices) > limit:
+            choices = [[None]]
+        ways = [way + choice for way in ways for choice in choices]
+    return ways
+
+
+def _merged(parts: list[str | None]) -> list[str | None]:
     merged: list[str | None] = []
-    for piece in found:
+    for piece in parts:
         if piece is not None and merged and merged[-1] is not None:
-            merged[-1] += piece  # type: ignore[operator]
+            merged[-1] += piece
         else:
             merged.append(piece)
     return merged
@@ -149,30 +191,41 @@ def align(line: Sequence[str], wording: Sequence[str]) -> Alignment:
     return Alignment(best_agreed, (best_agreed - best_value) / 2)
 
 
+@dataclass(frozen=True)
+class Read:
+    """A line read as a wording: which (by number), the reading it agreed with best, and how well."""
+
+    number: int
+    words: tuple[str, ...]
+    alignment: Alignment
+
+
 class Wordings:
-    """Skeletons to read lines against, each with what it stands for (`payloads`)."""
+    """Wordings to read lines against, each as its readings (`readings()`), in the order given."""
 
-    def __init__(self, skeletons: Sequence[tuple[str, ...]]) -> None:
-        self.skeletons = [tuple(s) for s in skeletons]
+    def __init__(self, readings: Sequence[Sequence[tuple[str, ...]]]) -> None:
+        self.readings = [tuple(tuple(r) for r in found) for found in readings]
         # A line must show some of a wording's longer words before the alignment is worth working out.
-        self._content = [frozenset(w for w in s if len(w) >= 4 and w != HOLE) for s in self.skeletons]
+        self._content = [frozenset(w for r in found for w in r if len(w) >= 4 and w != HOLE) for found in self.readings]
 
-    def read(self, line: str) -> list[tuple[int, Alignment]]:
-        """The wordings a line reads as (`Alignment.good`), by number, with how: all of those that read
-        it best, since a cut line may be the tail that several wordings share; none if none reads it."""
+    def read(self, line: str) -> list[Read]:
+        """The wordings a line reads as (`Alignment.good`), each by its best reading: all of those that
+        read it best, since a cut line may be the tail that several wordings share; none if none reads it."""
         tokens = words(_TYPE_PREFIX.sub("", line, count=1))
         if len(tokens) < MIN_WORDS:
             return []
         present = set(tokens)
-        found: list[tuple[int, Alignment]] = []
-        for number, wording in enumerate(self.skeletons):
+        found: list[Read] = []
+        for number, readings in enumerate(self.readings):
             if len(self._content[number] & present) < CONTENT_SHARED:
                 continue
-            got = align(tokens, wording)
-            if not got.good:
+            aligned = [Read(number, reading, got) for reading in readings if (got := align(tokens, reading)).good]
+            if not aligned:
                 continue
-            if not found or got.value > found[0][1].value:
-                found = [(number, got)]
-            elif got.value == found[0][1].value:
-                found.append((number, got))
-        return found
+            found.append(max(aligned, key=lambda r: r.alignment.value))  # the first of equals: the skeleton
+        if not found:
+            return []
+        best = max(r.alignment.value for r in found)
+        # A line that agrees word for word with several wordings is cut from any of them: the longer
+        # agreement is not the likelier one. Where words disagree, only the best reading stands.
+        return [r for r in found if r.alignment.value == best or r.alignment.cost == 0]

@@ -523,15 +523,16 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
 
 
 def _wordings(index: Any) -> list[dict[str, Any]]:
-    """Each known pattern's fixed words and the entries whose signature it is, with that signature's
-    weight: what `fixer.explain.tolerant` reads a cut or retyped message against."""
+    """Each known pattern's readings (its fixed words, each way through its alternatives) and the
+    entries whose signature it is, with that signature's weight: what `fixer.explain.tolerant` reads a
+    cut or retyped message against."""
     found = []
     for number, regex in enumerate(index.known.regexes):
         bearers = [
             [n, next(s.weight for s in index.entries[n].signatures if s.pattern.pattern == regex.pattern)]
             for n in index.bearers[number]
         ]
-        found.append({"words": list(_tolerant.skeleton(regex.pattern)), "bearers": bearers})
+        found.append({"readings": [list(r) for r in _tolerant.readings(regex.pattern)], "bearers": bearers})
     return found
 
 

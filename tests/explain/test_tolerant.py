@@ -7,7 +7,7 @@ import yaml
 from conftest import ROOT
 
 from fixer.explain.match import Matcher
-from fixer.explain.tolerant import HOLE, Wordings, align, skeleton, words
+from fixer.explain.tolerant import HOLE, MAX_READINGS, Wordings, align, readings, skeleton, words
 
 CENSUS = {item["id"]: item for item in yaml.safe_load((ROOT / "benchmarks/census/census.yaml").read_text())}
 
@@ -29,6 +29,20 @@ def test_a_skeleton_keeps_the_fixed_words_and_marks_what_varies() -> None:
         "input", "type", "torch", "cuda", HOLE, "and", "weight", "type",
     )  # fmt: skip
     assert skeleton("(") == ()
+
+
+def test_readings_take_each_way_through_the_alternatives_after_the_skeleton() -> None:
+    found = readings(r"Expected object of (?:device type|backend) \S+ but got (?:device type|backend) \S+")
+    assert found[0] == skeleton(r"Expected object of (?:device type|backend) \S+ but got (?:device type|backend) \S+")
+    assert " ".join(found[1]) == "expected object of device type * but got device type *"
+    assert " ".join(found[-1]) == "expected object of backend * but got backend *"
+    assert len(found) == 5
+
+
+def test_alternatives_that_would_make_too_many_readings_stay_holes() -> None:
+    found = readings(r"(?:a|b|c) one (?:d|e|f) two (?:g|h|i) three")
+    assert len(found) <= MAX_READINGS + 1
+    assert all(reading[-2:] == (HOLE, "three") for reading in found)
 
 
 def test_words_keep_names_with_their_digits() -> None:
@@ -53,7 +67,7 @@ def test_words_before_the_wording_count_against_it() -> None:
 
 
 def test_a_line_that_only_shares_common_words_reads_as_nothing() -> None:
-    wordings = Wordings([skeleton(r"Expected all tensors to be on the same device, but found at least two devices")])
+    wordings = Wordings([readings(r"Expected all tensors to be on the same device, but found at least two devices")])
     assert wordings.read("the model trains on the same device for two epochs but found nothing") == []
     assert wordings.read("Expected all tensors to") == []  # too few words to tell
 
@@ -105,3 +119,10 @@ def test_a_message_pytorch_prints_whose_cause_the_kb_lacks_is_said_so_not_read_a
     explained = matcher.explain("ValueError: Expected a cuda or cpu device, but got: mps")
     assert explained.matches == []
     assert explained.outside is not None and explained.outside.where.startswith("torch/cuda/")
+
+
+def test_a_cut_line_that_agrees_word_for_word_with_several_wordings_reads_as_each(matcher: Matcher) -> None:
+    """allennlp#2026 cut 0.4's message before its argument: the wording with `for argument #2 'other'`
+    agrees with more of its words than the general one, but a cut line cannot tell them apart."""
+    found = [m.id for m in matcher.explain(_paste("allennlp-elmo-character-ids-to-not-reassigned")).matches]
+    assert {"plain-tensor-attribute", "inputs-not-moved"} <= set(found[:3])
