@@ -57,18 +57,23 @@ class Analysis:
     nests_repeats: bool
 
 
+def tree(pattern: str) -> Any:
+    """`pattern` as re's own parser reads it (raises `re.error` as `re.compile` does)."""
+    return _sre_parser.parse(pattern)
+
+
 @lru_cache(maxsize=1 << 18)
 def analyse(pattern: str) -> Analysis:
     """`pattern` parsed once, and compiled from that parse so that it raises what `re.compile` raises
     (`re.error`, `OverflowError`, `RecursionError`). Parsing is most of what a KB costs to load (Python's
     regex parser is pure Python, about 0.2 ms a pattern), and validating an entry, indexing its
     signatures and indexing its rules each need it: remembered here, each pattern is parsed once."""
-    tree = _sre_parser.parse(pattern)
-    _sre_compiler.compile(tree)
-    found = _conjunction(tree.data)
+    parsed = tree(pattern)
+    _sre_compiler.compile(parsed)
+    found = _conjunction(parsed.data)
     kept = [alternatives for alternatives in found if not any(other < alternatives for other in found)]
     needed = tuple(sorted(tuple(sorted(alternatives)) for alternatives in set(kept)))
-    return Analysis(needed, _repeats_a_repetition(tree.data))
+    return Analysis(needed, _repeats_a_repetition(parsed.data))
 
 
 def needs(pattern: str) -> Needs:

@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from fixer.explain.literals import tree
+
 HOLE = "*"  # a skeleton token for anything the regex varies
 HOLE_SPAN = 4  # how many of the line's words one hole may take
 MIN_WORDS = 5  # words that must agree: fewer could come from any sentence about devices
@@ -35,23 +37,14 @@ def words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(text.lower()))
 
 
-def skeleton(pattern: str) -> tuple[str, ...]:
-    """A regex's fixed words in order, with `HOLE` where it matches something variable; `()` where the
-    regex cannot be read (it is then never read tolerantly)."""
-    found = readings(pattern)
-    return found[0] if found else ()
-
-
 def readings(pattern: str) -> tuple[tuple[str, ...], ...]:
     """The regex's skeleton, then one skeleton per way through its alternatives (`(?:device type|backend|
     type)` read each way), at most `MAX_READINGS`: a cut message shows the words of one alternative, which
     a hole alone cannot agree with. `()` where the regex cannot be read."""
     try:
-        from re import _parser  # type: ignore[attr-defined]  # re.compile's own parser; private: any surprise is caught
-
-        items = _parser.parse(pattern).data
+        items = tree(pattern).data
         ways = [_holed(items), *_ways(items)]
-    except Exception:
+    except Exception:  # re's parser is private: any surprise leaves the wording unread
         return ()
     return tuple(dict.fromkeys(_tokens(way) for way in ways))
 

@@ -7,7 +7,7 @@ import yaml
 from conftest import ROOT
 
 from fixer.explain.match import Matcher
-from fixer.explain.tolerant import HOLE, MAX_READINGS, Wordings, align, readings, skeleton, words
+from fixer.explain.tolerant import HOLE, MAX_READINGS, Wordings, align, readings, words
 
 CENSUS = {item["id"]: item for item in yaml.safe_load((ROOT / "benchmarks/census/census.yaml").read_text())}
 
@@ -16,6 +16,12 @@ def _paste(item_id: str) -> str:
     item = CENSUS[item_id]
     assert item["half"] == "tune"  # the holdout is only ever scored
     return str(item["traceback"])
+
+
+def skeleton(pattern: str) -> tuple[str, ...]:
+    """The first reading: fixed words, and a hole for anything that varies."""
+    found = readings(pattern)
+    return found[0] if found else ()
 
 
 def test_a_skeleton_keeps_the_fixed_words_and_marks_what_varies() -> None:
@@ -33,7 +39,7 @@ def test_a_skeleton_keeps_the_fixed_words_and_marks_what_varies() -> None:
 
 def test_readings_take_each_way_through_the_alternatives_after_the_skeleton() -> None:
     found = readings(r"Expected object of (?:device type|backend) \S+ but got (?:device type|backend) \S+")
-    assert found[0] == skeleton(r"Expected object of (?:device type|backend) \S+ but got (?:device type|backend) \S+")
+    assert " ".join(found[0]) == "expected object of * but got *"
     assert " ".join(found[1]) == "expected object of device type * but got device type *"
     assert " ".join(found[-1]) == "expected object of backend * but got backend *"
     assert len(found) == 5
