@@ -8,13 +8,14 @@ ranking is expected, and diagnostics or questions settle what the text cannot.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz, process
 
+from fixer import collector
 from fixer.explain import literals, priors
 from fixer.explain.evidence import Evidence, device_kind, extract
 from fixer.explain.literals import Regex
@@ -109,6 +110,7 @@ class Matcher:
         self.known_messages = self.index.known
         self.project, self.command = project, command
 
+    @collector.paused()  # an entry decoded from the index is kept for the next input
     def explain(self, text: str, *, top: int | None = None) -> Explanation:
         with literals.one_input() as reading:
             tb = parse(text, self.known_messages, tolerant=self._reads_tolerantly)
@@ -246,7 +248,8 @@ class Matcher:
     @cached_property
     def _wordings(self) -> Wordings:
         """Every known pattern's fixed words, in the order of `known_messages.regexes`."""
-        return Wordings([readings(regex.pattern) for regex in self.known_messages.regexes])
+        found = self.index.readings
+        return Wordings(found if found is not None else [readings(r.pattern) for r in self.known_messages.regexes])
 
     def _outside_of(self, message: str) -> Outside | None:
         lowered = message.lower()
@@ -362,21 +365,28 @@ def _competes(admitted: bool, evidence_points: int, *, has_message: bool) -> boo
 
 
 def _holds(rule: Rule, ev: Evidence) -> bool:
+    """Every condition of the rule, in the order written, the first that fails ending the check: a
+    paste is checked against each rule of each entry it may be, tens of thousands in a team's KB."""
     when = rule.when
-    exception = ev.exception.rsplit(".", 1)[-1] if ev.exception else None
-    checks = {
-        "message": lambda: _found(when["message"], ev.messages or ("",)),  # none: an empty one
-        "text": lambda: _found(when["text"], (ev.text,)),
-        "exception": lambda: _found(when["exception"], _present(exception), whole=True),
-        "argument": lambda: _found(when["argument"], _present(ev.argument), whole=True),
-        "op": lambda: _found(when["op"], _present(ev.op)),
-        "devices": lambda: sorted(when["devices"]) == sorted(device_kind(d) for d in ev.devices),
-        "offending": lambda: ev.offending_kind == when["offending"],
-        "library": lambda: any(_has_library(ev, lib) for lib in when["library"]),
-        "frame": lambda: when["frame"].may_match(ev.frames_lowered) and _found(when["frame"], ev.frame_lines),
-        "detector": lambda: when["detector"] in ev.facts,
-    }
-    return all(checks[name]() for name in when)
+    return all(_CONDITIONS[name](when[name], ev) for name in when)
+
+
+def _exception(ev: Evidence) -> tuple[str, ...]:
+    return _present(ev.exception.rsplit(".", 1)[-1] if ev.exception else None)
+
+
+_CONDITIONS: dict[str, Callable[[Any, Evidence], bool]] = {
+    "message": lambda rx, ev: _found(rx, ev.messages or ("",)),  # none: an empty one
+    "text": lambda rx, ev: _found(rx, (ev.text,)),
+    "exception": lambda rx, ev: _found(rx, _exception(ev), whole=True),
+    "argument": lambda rx, ev: _found(rx, _present(ev.argument), whole=True),
+    "op": lambda rx, ev: _found(rx, _present(ev.op)),
+    "devices": lambda kinds, ev: sorted(kinds) == sorted(device_kind(d) for d in ev.devices),
+    "offending": lambda kind, ev: ev.offending_kind == kind,
+    "library": lambda libraries, ev: any(_has_library(ev, lib) for lib in libraries),
+    "frame": lambda rx, ev: rx.may_match(ev.frames_lowered) and _found(rx, ev.frame_lines),
+    "detector": lambda detector, ev: detector in ev.facts,
+}
 
 
 def _found(regex: Regex, texts: Iterable[str], *, whole: bool = False) -> bool:

@@ -82,10 +82,12 @@ def _ways(items: Iterable[tuple[object, object]], limit: int = MAX_READINGS) -> 
     ways: list[list[str | None]] = [[]]
     for op, arg in items:
         name = str(op)
-        if name == "LITERAL":
-            choices: list[list[str | None]] = [[chr(arg)]]  # type: ignore[call-overload,arg-type]
-        elif name == "SUBPATTERN":
-            choices = _ways(arg[-1].data, limit)  # type: ignore[index]
+        if name == "LITERAL":  # most items: added to each way in place, not by copying every way
+            for way in ways:
+                way.append(chr(arg))  # type: ignore[call-overload,arg-type]
+            continue
+        if name == "SUBPATTERN":
+            choices: list[list[str | None]] = _ways(arg[-1].data, limit)  # type: ignore[index]
         elif name in ("ASSERT", "ASSERT_NOT", "AT"):
             continue
         elif name in ("MAX_REPEAT", "MIN_REPEAT") and arg[0] == arg[1] == 1:  # type: ignore[index]
@@ -209,10 +211,19 @@ class Wordings:
             return []
         present = set(tokens)
         found: list[Read] = []
+        # A team's KB may word one message many times over: each distinct reading is aligned once.
+        alignments: dict[tuple[str, ...], Alignment] = {}
+
+        def aligned_to(reading: tuple[str, ...]) -> Alignment:
+            got = alignments.get(reading)
+            if got is None:
+                got = alignments[reading] = align(tokens, reading)
+            return got
+
         for number, readings in enumerate(self.readings):
             if len(self._content[number] & present) < CONTENT_SHARED:
                 continue
-            aligned = [Read(number, reading, got) for reading in readings if (got := align(tokens, reading)).good]
+            aligned = [Read(number, reading, got) for reading in readings if (got := aligned_to(reading)).good]
             if not aligned:
                 continue
             found.append(max(aligned, key=lambda r: r.alignment.value))  # the first of equals: the skeleton

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from fixer import collector
 from fixer.explain.literals import AnyOf, known_messages
 from fixer.kb.paths import KBError, default_root, team_dirs
 from fixer.kb.schema import Entry, Fact, Signature, SourceMessage
@@ -160,6 +161,7 @@ def _check_nodes(root: yaml.Node) -> None:
             stack.extend((part, depth + 1) for pair in node.value for part in pair)
 
 
+@collector.paused()
 def load(
     root: Path | None = None, *, team: Sequence[Path] | None = None, strict: bool = False, drafts: bool = False
 ) -> Catalog:

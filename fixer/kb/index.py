@@ -18,7 +18,6 @@ slower, never wrong.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -29,8 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from fixer import __version__, cache
-from fixer.explain.literals import AnyOf, Groups, LiteralIndex, Regex
+from fixer import __version__, cache, collector
+from fixer.explain.literals import ENGINE, AnyOf, Groups, LiteralIndex, Regex
 from fixer.kb.chances import CHANCES
 from fixer.kb.paths import KBError
 
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 12  # bump when the layout below changes
+FORMAT = 13  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -195,11 +194,15 @@ class Index:
     problems: tuple[str, ...] = ()  # the files the catalog skipped, said again on every load
     drafts: tuple[str, ...] = ()  # the drafts it left out (Catalog.drafts), said again too
     outside: tuple[Outside, ...] = ()  # extracted messages no entry covers: said as such, not guessed at
+    # per known pattern, the ways a cut message may read it (fixer.explain.tolerant.readings); None where
+    # the matcher works them out the first time a message is not read as written (a built index)
+    readings: Sequence[tuple[tuple[str, ...], ...]] | None = None
 
 
 REGEX_FIELDS = ("message", "text", "exception", "argument", "op", "frame")
 
 
+@collector.paused()
 def build(catalog: Catalog) -> Index:
     """The index of a loaded catalog; its examples are parsed as the matcher will read pastes."""
     from fixer.explain import priors
@@ -353,16 +356,33 @@ def _entry(record: dict[str, Any]) -> IndexedEntry:
 
 
 def dumps(index: Index) -> str:
-    """The index as one text: a line of tables, then a line per entry, found by its offset."""
+    """The index as one text: a line of tables, then a line per entry, found by its offset, then a line
+    of the known patterns' readings."""
+    return "".join(_lines(index))
+
+
+@collector.paused()
+def _lines(index: Index) -> list[str]:
+    """The lines of `dumps`, each with its line break: a team KB's index is hundreds of megabytes, which
+    are written line by line rather than copied into one text first."""
+    from fixer.explain.tolerant import readings
+
     lines = [json.dumps(_record(entry), ensure_ascii=False) for entry in index.entries]
     offsets, at = [], 0
     for line in lines:
         offsets.append(at)
         at += len(line.encode()) + 1
+    # Worked out here, in the process that builds the index, so that no process that reads it parses
+    # every known pattern when a message is cut; read back the first time one is.
+    read = index.readings if index.readings is not None else [readings(r.pattern) for r in index.known.regexes]
+    lines.append(json.dumps(read, ensure_ascii=False))
+    readings_at = at
+    at += len(lines[-1].encode()) + 1
     bearers = index.bearers
     head = {
         "format": FORMAT,
         "offsets": offsets,
+        "readings": readings_at,
         "size": at,
         "ids": list(index.ids),
         "known": {
@@ -390,7 +410,7 @@ def dumps(index: Index) -> str:
         "drafts": list(index.drafts),
         "outside": [[o.pattern.to_json(), o.library, o.where, list(o.versions), o.reason] for o in index.outside],
     }
-    return json.dumps(head, ensure_ascii=False) + "\n" + "".join(line + "\n" for line in lines)
+    return [json.dumps(head, ensure_ascii=False) + "\n", *(line + "\n" for line in lines)]
 
 
 def _fields(record: Any, leave: str = "") -> dict[str, Any]:
@@ -416,7 +436,7 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
 
     if head.get("format") != FORMAT or head["size"] != size:
         raise ValueError("not an index of this fixer, or cut short")
-    entries = _Entries(head["offsets"], size, read)
+    entries = _Entries(head["offsets"], head["readings"], read)
     bearers = Groups(**head["bearers"])
     examples = head["examples"]
     return Index(
@@ -434,6 +454,7 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         problems=tuple(head["problems"]),
         drafts=tuple(head["drafts"]),
         outside=tuple(Outside(Regex.from_json(p), lib, w, tuple(v), r) for p, lib, w, v, r in head["outside"]),
+        readings=_Readings(lambda: read(head["readings"], size), len(head["known"]["at"])),
     )
 
 
@@ -456,8 +477,9 @@ class _Lazy(Sequence[_T]):
 class _Entries(_Lazy[IndexedEntry]):
     """The entries of an index file, each read and decoded the first time it is asked for."""
 
-    def __init__(self, offsets: list[int], size: int, read: Callable[[int, int], bytes]) -> None:
-        self._spans = list(zip(offsets, [*offsets[1:], size], strict=True))
+    def __init__(self, offsets: list[int], end: int, read: Callable[[int, int], bytes]) -> None:
+        """`end`: where the last entry's line ends."""
+        self._spans = list(zip(offsets, [*offsets[1:], end], strict=True))
         self._read = read
         self._decoded: dict[int, IndexedEntry] = {}
 
@@ -478,6 +500,27 @@ class _Entries(_Lazy[IndexedEntry]):
         return (self._item(n) for n in range(len(self)))
 
 
+class _Readings(_Lazy[tuple[tuple[str, ...], ...]]):
+    """The known patterns' readings, all decoded from their line the first time one is asked for."""
+
+    def __init__(self, read: Callable[[], bytes], size: int) -> None:
+        self._read = read
+        self._size = size
+        self._decoded: list[tuple[tuple[str, ...], ...]] | None = None
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _item(self, number: int) -> tuple[tuple[str, ...], ...]:
+        if self._decoded is None:
+            try:
+                found = json.loads(self._read())
+            except ValueError as exc:
+                raise KBError(f"fixer's KB index is damaged ({exc}); delete {cache.directory() / 'index'}") from None
+            self._decoded = [tuple(map(tuple, ways)) for ways in found]
+        return self._decoded[number]
+
+
 class _Patterns(_Lazy[Regex]):
     """The known patterns of an index file, each read with the first entry that has it."""
 
@@ -496,7 +539,7 @@ class _Patterns(_Lazy[Regex]):
 def fingerprint(directories: tuple[Path, ...]) -> str:
     """Changes whenever a KB file is added, removed, resized or touched, or so is a module that shapes
     the index (how examples are parsed and normalised), as in an editable install that was pulled."""
-    digest = hashlib.blake2b(f"{FORMAT} {__version__} {sys.version_info[:2]}".encode(), digest_size=16)
+    digest = hashlib.blake2b(f"{FORMAT} {__version__} {sys.version_info[:2]} {ENGINE}".encode(), digest_size=16)
     package = Path(__file__).resolve().parents[1]
     places = [(package / "explain", ".py"), (package / "kb", ".py")]
     for directory in directories:
@@ -534,19 +577,14 @@ def load(root: Path, team: tuple[Path, ...], *, drafts: bool = False) -> Index:
     from fixer.kb.catalog import load as load_catalog
 
     index = build(load_catalog(root, team=team, drafts=drafts))
-    _write(path, dumps(index))
+    _write(path, _lines(index))
     return index
 
 
 def _read(path: Path) -> Index:
     stream: IO[bytes] = path.open("rb")  # kept open: the entries are read from it as they are needed
-    collecting = gc.isenabled()
-    gc.disable()  # the tables are a few big lists: a collection halfway through them only costs time
-    try:
+    with collector.paused():
         head = json.loads(stream.readline())
-    finally:
-        if collecting:
-            gc.enable()
     body = stream.tell()
     size = os.fstat(stream.fileno()).st_size - body
 
@@ -557,14 +595,15 @@ def _read(path: Path) -> Index:
     return _opened(head, read, size)
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, lines: list[str]) -> None:
     """Atomically, so two processes building at once never leave half a file, and in place of the
     indexes of the same directories' earlier contents; silently not at all where the cache cannot be
     written (a read-only home, a sandbox)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}")
-        partial.write_text(text, encoding="utf-8")
+        with partial.open("w", encoding="utf-8") as out:
+            out.writelines(lines)
         os.replace(partial, path)
         family = path.name.split("-", 1)[0]
         for stale in path.parent.glob(f"{family}-*.json"):

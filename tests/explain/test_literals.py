@@ -107,3 +107,39 @@ def test_holds_any_says_what_search_finds_on_every_line_of_the_kb_examples(catal
     found = [line for line in lines if known.search(line)]
     assert found and len(found) < len(lines)  # both answers occur: the check can fail either way
     assert [line for line in lines if known.holds_any(line)] == found
+
+
+def test_a_program_makes_the_regex_re_compiles_from_the_pattern(catalog):
+    """`re.Pattern` equality compares the engine's code word for word: each KB regex made from its
+    program is the one `re.compile` makes, and so matches as it does."""
+    patterns = _regexes(catalog)
+    made = {p: Regex.of(p) for p in patterns}
+    assert all(regex.program is not None for regex in made.values())
+    assert [p for p, regex in made.items() if regex.program.compiled(p) != re.compile(p)] == []
+
+
+def test_a_program_keeps_the_names_of_its_groups():
+    pattern = r"(?P<first>cuda|cpu):(?P<ordinal>\d+) and (?:cpu|meta)"
+    regex = Regex.from_json(Regex.of(pattern).to_json())
+    assert regex.compiled() == re.compile(pattern)
+    assert regex.compiled().search("on cuda:1 and cpu").groupdict() == {"first": "cuda", "ordinal": "1"}
+
+
+def test_a_program_not_of_its_pattern_is_refused_and_the_pattern_compiled():
+    """A damaged index, or a program taken for another pattern, cannot make a wrong regex."""
+    written = Regex.of(r"found at least two devices, (\w+:?\d*) and (\w+)").to_json()
+    line = "found at least two devices, cuda:0 and cpu"
+    written[3][2] = Regex.of(r"x+").program.code  # a valid program, of another pattern
+    assert Regex.from_json(written).compiled().search(line).groups() == ("cuda:0", "cpu")
+    code = written[3][2]
+    written[3][2] = code[:-8] + ("AAAAAAAA" if code[-8:] != "AAAAAAAA" else "AQAAAAAA")  # the last code words
+    assert Regex.from_json(written).compiled().search(line).groups() == ("cuda:0", "cpu")
+    written[3][2] = "not base64!"
+    assert Regex.from_json(written).compiled().search(line).groups() == ("cuda:0", "cpu")
+
+
+def test_a_team_entrys_regex_keeps_no_program():
+    """A team's regexes run under a time bound in the `regex` module, which takes no program of `re`'s."""
+    regex = Regex.of(r"cuda:\d+ and cpu", owner="team/entry.yaml")
+    assert regex.program is None
+    assert Regex.from_json(regex.to_json()) == regex

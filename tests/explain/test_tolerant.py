@@ -132,3 +132,16 @@ def test_a_cut_line_that_agrees_word_for_word_with_several_wordings_reads_as_eac
     agrees with more of its words than the general one, but a cut line cannot tell them apart."""
     found = [m.id for m in matcher.explain(_paste("allennlp-elmo-character-ids-to-not-reassigned")).matches]
     assert {"plain-tensor-attribute", "inputs-not-moved"} <= set(found[:3])
+
+
+def test_a_wording_said_many_times_is_aligned_once(monkeypatch) -> None:
+    """A team KB may give one message a thousand entries: a cut line is aligned to its words once, and
+    read as every one of them."""
+    from fixer.explain import tolerant
+
+    wording = readings(r"Expected all tensors to be on the same device, but found at least two devices, \S+ and \S+!")
+    calls = []
+    monkeypatch.setattr(tolerant, "align", lambda tokens, reading: calls.append(reading) or align(tokens, reading))
+    found = Wordings([wording] * 1000).read("to be on the same device, but found at least two devices, cuda:0 and")
+    assert [r.number for r in found] == list(range(1000))
+    assert len(calls) == len(set(calls)) <= len(wording)

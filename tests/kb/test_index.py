@@ -134,3 +134,16 @@ def test_an_entry_damaged_after_the_index_was_read_is_one_line_and_exit_70(kb, t
     paste.write_text(kb_examples()[0][2])
     assert main(["explain", str(paste)]) == 70
     assert capsys.readouterr().err.strip().startswith("fixer: fixer's KB index is damaged")
+
+
+def test_an_index_read_back_compiles_its_regexes_without_parsing_them(kb, monkeypatch):
+    """Each regex keeps the program re's compiler made of it: a process that reads the index ranks every
+    KB example with no KB pattern parsed again, and exactly as the index built from the files does."""
+    texts = [text for _, _, text in kb_examples()]
+    built = Matcher(build(load(kb, team=())), read_code=False)
+    expected = [[(m.id, m.score) for m in built.explain(t).matches] for t in texts]
+    index.load(kb, ())
+    literals._COMPILED.clear()  # the regexes compiled so far, shared by pattern
+    monkeypatch.setattr(literals._sre_parser, "parse", lambda *a, **k: pytest.fail(f"parsed {a[0]!r} again"))
+    read_back = Matcher(index.load(kb, ()), read_code=False)
+    assert [[(m.id, m.score) for m in read_back.explain(t).matches] for t in texts] == expected
