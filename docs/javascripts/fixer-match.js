@@ -407,8 +407,16 @@ function near(a, b) {
   return short.slice(i) === long.slice(i + 1);
 }
 
-/** tolerant.align: [agreed, cost] of the best alignment of a line's words to a run of a wording's. */
-function align(c, line, wording) {
+/** tolerant.reach: how many of a line's words, from its start, a good alignment to the wording can span. */
+function reach(c, wording) {
+  const fixed = wording.filter((token) => token !== c.HOLE).length;
+  return fixed + Math.floor(c.MAX_COST * fixed) + c.HOLE_SPAN * (wording.length - fixed);
+}
+
+/** tolerant.align: [agreed, cost] of the best alignment of a line's words to a run of a wording's;
+ * only the words within reach are aligned, as no good alignment ends later. */
+function align(c, words, wording) {
+  const line = words.slice(0, reach(c, wording));
   const m = wording.length;
   const values = [new Array(m + 1).fill(0)];
   const agreeds = [new Array(m + 1).fill(0)];

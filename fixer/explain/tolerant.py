@@ -14,6 +14,7 @@ the KB before "no candidate". `fixer-match.js` ports `words` and `align` for the
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -143,13 +144,25 @@ class Alignment:
         return self.agreed >= MIN_WORDS and self.cost <= MAX_COST * self.agreed
 
 
+def reach(wording: Sequence[str]) -> int:
+    """How many of a line's words a good alignment to `wording` can span, counted from the line's start:
+    the words before it and those it gets wrong or adds each cost 1, and together at most `MAX_COST` per
+    agreeing word; besides those, a line word agrees with one of the wording's or sits in a hole."""
+    fixed = sum(token != HOLE for token in wording)
+    return fixed + math.floor(MAX_COST * fixed) + HOLE_SPAN * (len(wording) - fixed)  # the product `good` takes
+
+
 def align(line: Sequence[str], wording: Sequence[str]) -> Alignment:
     """The best alignment of the line's words to a run of the wording's: the wording may start and end
     anywhere (the line is cut from it), the line may end anywhere (text after the message), a hole takes
     up to `HOLE_SPAN` of the line's words,
     a word is right, one edit off (`TYPO`), or wrong (1, as is a word either side has and the other
-    lacks). Best: the highest agreeing words less twice the cost."""
+    lacks). Best: the highest agreeing words less twice the cost.
+
+    Only the line's first `reach(wording)` words are aligned: a good alignment (`Alignment.good`) cannot
+    end later, and a line of thousands of words would otherwise cost thousands of rows."""
     m = len(wording)
+    line = line[: reach(wording)]
     # Row i, column j: the line's first i words against the wording up to j: the best value
     # (agreed - 2 * cost) and its agreeing words. The wording may start anywhere (row 0 is free); the
     # line's words before it are wrong words.

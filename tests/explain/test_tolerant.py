@@ -7,7 +7,7 @@ import yaml
 from conftest import ROOT
 
 from fixer.explain.match import Matcher
-from fixer.explain.tolerant import HOLE, MAX_READINGS, Wordings, align, readings, words
+from fixer.explain.tolerant import HOLE, MAX_READINGS, Wordings, align, reach, readings, words
 
 CENSUS = {item["id"]: item for item in yaml.safe_load((ROOT / "benchmarks/census/census.yaml").read_text())}
 
@@ -70,6 +70,22 @@ def test_a_typo_costs_half_a_word_and_a_wrong_word_a_whole_one() -> None:
 def test_words_before_the_wording_count_against_it() -> None:
     wording = skeleton(r"but got weight is on \S+, different from other tensors on \S+")
     assert align(words("mat2 is on cpu, different from other tensors on cuda:0"), wording).cost == 1.0
+
+
+def test_a_good_alignment_may_span_every_word_within_reach() -> None:
+    """The bound on the words aligned is not too tight: a wrong word before the message and holes filled
+    to their span still read as the wording."""
+    wording = skeleton(r"Input type \(\S+\) and weight type \(\S+\) should be the same")
+    line = words("oops Input type (a.b.c.d) and weight type (e.f.g.h) should be the same")
+    assert len(line) == reach(wording)
+    got = align(line, wording)
+    assert (got.agreed, got.cost, got.good) == (9, 1.0, True)
+
+
+def test_words_past_a_message_change_nothing_however_many() -> None:
+    wording = skeleton(r"Input type \(\S+\) and weight type \(\S+\) should be the same")
+    message = "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"
+    assert align(words(message + " torch.cuda.FloatTensor" * 5000), wording) == align(words(message), wording)
 
 
 def test_a_line_that_only_shares_common_words_reads_as_nothing() -> None:
