@@ -54,6 +54,17 @@ KeyboardInterrupt
 """
 AFTER_A_CRASH = [TORCHRUN_REPORT, SHUTDOWN_NOTE, "done\n", "Epoch 3 finished\n"]
 
+# Lines no terminal wrapped, thousands of characters long: a known message at the end of a log line,
+# with the log going on under it, and a message cut short and run on into thousands of words.
+LONG_LINE_MESSAGE = "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"
+LONG_LINES = [
+    'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    y = conv(x)\n'
+    f"RuntimeError: {'step ' * 1000}{LONG_LINE_MESSAGE}\nepoch 2 done\n",
+    "RuntimeError: deserialize object on a CUDA device but torch.cuda.is_available() is"
+    + " torch.cuda.FloatTensor" * 3000
+    + "\n",
+]
+
 
 def word_wrapped(text: str, width: int) -> str:
     """The text as a mail client sends it: each line broken at the last space before `width`."""

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CORPUS, ROOT, kb_examples
-from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback, word_wrapped
+from pastes import AFTER_A_CRASH, LONG_LINES, rich_boxes, rich_traceback, word_wrapped
 
 from fixer.explain.match import Matcher
 from fixer.explain.narrow import interview, settled
@@ -82,6 +82,7 @@ def _cases() -> list[tuple[str, str]]:
     first = kb_examples()[0][2].rstrip("\n") + "\n"
     cases += [(f"after-a-crash:{n}", first + after) for n, after in enumerate(AFTER_A_CRASH)]
     cases += [(f"rich:{width}", rich_traceback(width, locals_=width == 80)[0]) for width in (60, 80, 120)]
+    cases += [(f"long-line:{n}", text) for n, text in enumerate(LONG_LINES)]
     cases += [
         (f"wrapped-{width}:{entry}#{number}", word_wrapped(text, width))
         for entry, number, text in kb_examples()

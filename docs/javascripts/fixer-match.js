@@ -769,7 +769,10 @@ class Scanner {
     const trimmed = previous.replace(/\s+$/u, "");
     if ([...trimmed].length < data.constants.WRAPPED_MIN) return !search(this.p.goes_on.source, previous);
     if (!data.known_messages || trimmed !== previous) return false;
-    const flat = soFar.split("\n").slice(-2).join(" ").split(/\s+/u).filter(Boolean).join(" ");
+    // No more of the last two lines than a known message can span, in code points as Python slices.
+    const span = data.constants.WRAP_SPAN * data.constants.WRAPPED_MAX;
+    const words = soFar.split("\n").slice(-2).join(" ").split(/\s+/u).filter(Boolean).join(" ");
+    const flat = [...words].slice(-span).join("");
     for (const found of flat.matchAll(rx(data.known_messages, "gu"))) {
       if (found.index + found[0].length === flat.length) return true;
     }

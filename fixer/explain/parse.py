@@ -419,7 +419,9 @@ def _ends_the_message(previous: str, line: str, so_far: str, known: AnyOf | None
         return not _GOES_ON.search(previous)
     if known is None or previous != previous.rstrip():
         return False
-    flat = " ".join(" ".join(so_far.rsplit("\n", 2)[-2:]).split())  # its last two lines: linear in a long message
+    # Its last two lines, and of those no more than a known message can span: a wrapped one takes at most
+    # `_WRAP_SPAN` lines of `_WRAPPED_MAX` characters, and a log can hold lines of thousands.
+    flat = " ".join(" ".join(so_far.rsplit("\n", 2)[-2:]).split())[-_WRAP_SPAN * _WRAPPED_MAX :]
     return any(found.end() == len(flat) for found in known.finditer(flat))
 
 

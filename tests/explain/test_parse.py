@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pastes import AFTER_A_CRASH, rich_boxes, rich_traceback, word_wrapped
+from pastes import AFTER_A_CRASH, LONG_LINE_MESSAGE, LONG_LINES, rich_boxes, rich_traceback, word_wrapped
 
 from fixer.explain.parse import MAX_MESSAGE_CHARS, clean, parse
 
@@ -211,6 +211,12 @@ def test_a_short_or_finished_line_goes_on_when_the_next_completes_a_known_messag
     ]:
         tb = parse(word_wrapped(_example(catalog, entry_id, holds), 60), catalog.known_messages)
         assert goes_on in " ".join(tb.message.split())
+
+
+def test_a_known_message_ending_a_line_of_thousands_of_characters_still_ends_the_message(catalog):
+    # The line is no wrap's, and only its tail can hold the known message: the log line after it stays out.
+    tb = parse(LONG_LINES[0], catalog.known_messages)
+    assert tb.message.endswith(LONG_LINE_MESSAGE)
 
 
 def test_a_frame_that_lost_its_file_prefix_is_still_a_frame(catalog):
