@@ -176,6 +176,16 @@ def test_browser_reads_a_rich_box_to_the_frames_fixer_reads(
 
 
 @pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")
+def test_browser_reads_headers_cut_at_a_console_width_to_the_frames_fixer_reads(
+    tmp_path: Path, data: dict[str, Any], catalog: Catalog
+) -> None:
+    threads = yaml.safe_load((ROOT / "benchmarks" / "realcode" / "threads.yaml").read_text())
+    texts = [item["traceback"] for item in threads]
+    python = [[[f.path, f.line, f.function] for f in parse(text, catalog.known_messages).frames] for text in texts]
+    assert _run_node(tmp_path, {"data": data, "texts": texts}, FRAMES_RUNNER) == python
+
+
+@pytest.mark.skipif(NODE is None, reason="`node` is not installed: cannot run the site's JavaScript matcher")
 def test_translated_regexes_behave_like_python(tmp_path: Path) -> None:
     cases = [
         (r"(?i:cpu)", "CPU", True),

@@ -148,9 +148,10 @@ function clean(data, text) {
   text = sub(p.link.source, linkedHeaders(data, unified.split("\n")).join("\n"), (_m, inner) => inner);
   text = text.normalize("NFKC").replace(/[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]/gu, (c) => CURLY[c]);
   let lines = unboxed(data, unquoted(data, text.split("\n")));
-  lines = withoutLogPrefixes(data, lines);
-  lines = rejoinedHeaders(data, lines).flatMap((line) => splitRunTogether(data, line));
-  return unwrapped(data, lines).join("\n");
+  lines = unwrapped(data, withoutLogPrefixes(data, lines));
+  return rejoinedHeaders(data, lines)
+    .flatMap((line) => splitRunTogether(data, line))
+    .join("\n");
 }
 
 /** read.py's _linked_headers: a cut frame header put back from the links on its numbered lines. */
@@ -354,13 +355,12 @@ function mayBeCut(data, line) {
 }
 
 function unwrapped(data, lines) {
-  const lengths = lines.filter((line) => mayBeCut(data, line)).map((line) => codeLength(line));
-  const width = lengths.length ? Math.max(...lengths) : 0;
-  if (width < data.constants.WRAP_WIDTH_MIN || lengths.filter((n) => n === width).length < 2) return lines;
+  const width = cutWidth(data, lines);
+  if (width === null) return lines;
   const joined = [];
   let cut = false;
   for (const line of lines) {
-    if (cut && line && !matchAt(data.patterns.starts_its_own.source, line)) {
+    if (cut && continues(data, line)) {
       joined[joined.length - 1] += line;
     } else {
       joined.push(line);
@@ -368,6 +368,29 @@ function unwrapped(data, lines) {
     cut = codeLength(line) === width && mayBeCut(data, line);
   }
   return joined;
+}
+
+/** read.py's _cut_width: the longest line's length when another line is as long, or else the length at
+ * which two frame headers or more stop with their rest on the next line, flush left. */
+function cutWidth(data, lines) {
+  const min = data.constants.WRAP_WIDTH_MIN;
+  const lengths = lines.filter((line) => mayBeCut(data, line)).map((line) => codeLength(line));
+  const width = lengths.length ? Math.max(...lengths) : 0;
+  if (width >= min && lengths.filter((n) => n === width).length >= 2) return width;
+  const cutHeaders = new Map();
+  lines.slice(0, -1).forEach((line, i) => {
+    if (matchAt(data.patterns.header_start.source, line) && continues(data, lines[i + 1])) {
+      const n = codeLength(line);
+      cutHeaders.set(n, (cutHeaders.get(n) || 0) + 1);
+    }
+  });
+  const found = [...cutHeaders].filter(([n, count]) => count >= 2 && n >= min).map(([n]) => n);
+  return found.length ? Math.max(...found) : null;
+}
+
+/** read.py's _continues: a line that may go on from the one above it. */
+function continues(data, line) {
+  return Boolean(line) && !matchAt(data.patterns.starts_its_own.source, line);
 }
 
 /** Python's len(): code points, not UTF-16 units. */

@@ -12,6 +12,7 @@ import itertools
 import re
 import textwrap
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from fixer.explain.libraries import file_name
@@ -65,6 +66,7 @@ _STARTS_ITS_OWN = re.compile(
     rf"|{EXCEPTION_NAME}\b)"
 )
 _RULER = re.compile(r"[-=_*~ ]+")
+_HEADER_START = re.compile(r'^\s*File "')
 # A frame header a mail client wrapped at a space ends its line unfinished (`File "x.py", line 3, in`),
 # and the next line finishes it (`forward`).
 _HEADER_BEGUN = re.compile(r'(?:^|\s)(?P<header>File(?: "[^"\n]*"?(?:,(?: line(?: \d+(?:,(?: in)?)?)?)?)?)?)\s*$')
@@ -89,9 +91,8 @@ def clean(text: str) -> str:
     text = _LINK.sub(r"\1", "\n".join(_linked_headers(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))))
     text = as_pasted(text)
     lines = _unboxed(_unquoted(text.split("\n")))
-    lines = _without_log_prefixes(lines)
-    lines = [piece for line in _rejoined_headers(lines) for piece in _split_run_together(line)]
-    return "\n".join(_unwrapped(lines))
+    lines = _unwrapped(_without_log_prefixes(lines))
+    return "\n".join(piece for line in _rejoined_headers(lines) for piece in _split_run_together(line))
 
 
 def _linked_headers(lines: list[str]) -> list[str]:
@@ -257,22 +258,39 @@ def _split_run_together(line: str) -> list[str]:
 
 def _unwrapped(lines: list[str]) -> list[str]:
     """Lines cut at a fixed width (a terminal or a mail client's 80 columns) joined back: a line as long
-    as the longest, which at least one other line also is, continues on the next line when that one
-    starts flush left and is not one that always starts a line (a header, a frame, an exception); the
-    cut may fall inside a word, so nothing goes between them."""
-    lengths = [len(line) for line in lines if _may_be_cut(line)]
-    width = max(lengths, default=0)
-    if width < _WRAP_WIDTH_MIN or lengths.count(width) < 2:
+    as the cut width (`_cut_width`) continues on the next line when that one starts flush left and is not
+    one that always starts a line (a header, a frame, an exception); the cut may fall inside a word, so
+    nothing goes between them. Done before wrapped headers are rejoined, which put a space there."""
+    width = _cut_width(lines)
+    if width is None:
         return lines
     joined: list[str] = []
     cut = False  # the line before was cut at the width
     for line in lines:
-        if cut and line and not _STARTS_ITS_OWN.match(line):
+        if cut and _continues(line):
             joined[-1] += line
         else:
             joined.append(line)
         cut = len(line) == width and _may_be_cut(line)
     return joined
+
+
+def _cut_width(lines: list[str]) -> int | None:
+    """The width a paste's lines were cut at: the longest line's, when another line is as long; or else
+    the length at which two frame headers or more stop with their rest on the next line. Python indents
+    everything under a header, so a flush-left line there is the header's cut-off rest, whatever the
+    paste's other lines show (a Windows console's, quoted, kept a line a column longer than its cuts)."""
+    lengths = [len(line) for line in lines if _may_be_cut(line)]
+    width = max(lengths, default=0)
+    if width >= _WRAP_WIDTH_MIN and lengths.count(width) >= 2:
+        return width
+    pairs = itertools.pairwise(lines)
+    cut_headers = Counter(len(line) for line, after in pairs if _HEADER_START.match(line) and _continues(after))
+    return max((n for n, count in cut_headers.items() if count >= 2 and n >= _WRAP_WIDTH_MIN), default=None)
+
+
+def _continues(line: str) -> bool:
+    return bool(line) and not _STARTS_ITS_OWN.match(line)
 
 
 def _may_be_cut(line: str) -> bool:

@@ -383,6 +383,7 @@ def patterns() -> dict[str, Any]:
         "exception_start": _python_regex(_read._EXCEPTION_START),
         "line_prefix": _python_regex(_read._LINE_PREFIX),
         "starts_its_own": _python_regex(_read._STARTS_ITS_OWN),
+        "header_start": _python_regex(_read._HEADER_START),
         "ruler": _python_regex(_read._RULER),
         "box_top": _python_regex(_read._BOX_TOP),
         "box_bottom": _python_regex(_read._BOX_BOTTOM),

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 from pastes import AFTER_A_CRASH, LONG_LINE_MESSAGE, LONG_LINES, rich_boxes, rich_traceback, word_wrapped
 
 from fixer.explain.parse import MAX_MESSAGE_CHARS, clean, parse
 
 CASES = yaml.safe_load((Path(__file__).parent / "parser_cases.yaml").read_text())
+REALCODE = {item["id"]: item for item in yaml.safe_load((ROOT / "benchmarks/realcode/threads.yaml").read_text())}
 
 
 def case(name: str) -> dict:
@@ -217,6 +219,18 @@ def test_a_known_message_ending_a_line_of_thousands_of_characters_still_ends_the
     # The line is no wrap's, and only its tail can hold the known message: the log line after it stays out.
     tb = parse(LONG_LINES[0], catalog.known_messages)
     assert tb.message.endswith(LONG_LINE_MESSAGE)
+
+
+def test_frame_headers_cut_mid_word_at_a_console_width_are_whole_again(catalog):
+    # https://github.com/kamalkraj/BERT-NER/issues/27 (benchmarks/realcode): the headers are cut at 78
+    # columns inside a name and a path, while a code line of 79 stayed whole
+    text = REALCODE["bert-ner-torch-load-gpu-checkpoint-on-cpu"]["traceback"]
+    frames = parse(text, catalog.known_messages).frames
+    assert [(f.path.rsplit("\\", 1)[-1], f.function, f.code) for f in frames[1:]] == [
+        ("bert.py", "__init__", "self.model , self.tokenizer, self.model_config = self.load_model(model_dir)"),
+        ("bert.py", "load_model", "model.load_state_dict(torch.load(output_model_file))"),
+        ("serialization.py", "load", "return _load(f, map_location, pickle_module, **pickle_load_args)"),
+    ]
 
 
 def test_a_frame_that_lost_its_file_prefix_is_still_a_frame(catalog):
