@@ -165,7 +165,7 @@ def extract(tb: Traceback, *, read_code: bool = True, read_files: bool = True) -
         ),
         text=tb.text,
         dtype_only=dtype_only,
-        facts=_facts(frames, tb.text, read_files) if read_code else {},
+        facts=_facts(frames, tb.text, read_files, cut=tb.final.cut) if read_code else {},
     )
 
 
@@ -176,14 +176,14 @@ ERROR_IN_COMMENT = r"[^\S\n]*[^\s#][^\n]*?#\s*(?:\w+\.)*[A-Z]\w*(?:Error|Excepti
 _SHOWS_CODE = re.compile(rf"^\s*(?:```|~~~|>>>|In \[\d*\]:)|^{ERROR_IN_COMMENT}", re.MULTILINE)
 
 
-def _facts(frames: tuple[Frame, ...], text: str, read_files: bool) -> dict[str, tuple[str, ...]]:
+def _facts(frames: tuple[Frame, ...], text: str, read_files: bool, *, cut: bool) -> dict[str, tuple[str, ...]]:
     """What the detectors find in the code the frames and the paste show; a paste without code costs no
     detector import."""
     if not any(frame.code or frame.is_user for frame in frames) and not _SHOWS_CODE.search(text):
         return {}
     from fixer.explain.detectors import Code, detect
 
-    return detect(Code.of(frames, text, read_files=read_files))
+    return detect(Code.of(frames, text, read_files=read_files, cut=cut))
 
 
 def _left_behind(common: str, offending: str) -> bool:

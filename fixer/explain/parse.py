@@ -90,6 +90,9 @@ class RaisedException:
     message: str
     frames: tuple[Frame, ...] = ()
     compiled_frames: tuple[Frame, ...] = ()  # torch.compile's "from user code:" block
+    # Its frames end without its exception line (the paste stops, or the log goes on, before it): the
+    # frame that failed may lie deeper than the last one shown.
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -392,9 +395,9 @@ class _Scanner:
             return
         earlier = self.current[-1] if self.current and not self.current[-1].frames else None
         if earlier is not None:
-            self.current[-1] = RaisedException(earlier.type, earlier.message, tuple(self.frames))
+            self.current[-1] = RaisedException(earlier.type, earlier.message, tuple(self.frames), cut=True)
         else:
-            self.current.append(RaisedException(type=self.header_type, message="", frames=tuple(self.frames)))
+            self.current.append(RaisedException(self.header_type, "", tuple(self.frames), cut=True))
         self.frames = []
         self.in_traceback = False
 

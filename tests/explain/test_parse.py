@@ -233,6 +233,14 @@ def test_frame_headers_cut_mid_word_at_a_console_width_are_whole_again(catalog):
     ]
 
 
+def test_frames_that_end_without_their_exception_line_are_marked_cut(catalog):
+    whole = _example(catalog, "optimizer-state-after-resume", "Traceback")
+    assert not parse(whole, catalog.known_messages).final.cut
+    cut = whole[: whole.rindex("\n", 0, len(whole.rstrip("\n")))]  # the exception line gone
+    tb = parse(cut, catalog.known_messages)
+    assert tb.frames and tb.final.cut
+
+
 def test_a_frame_that_lost_its_file_prefix_is_still_a_frame(catalog):
     # https://github.com/LLaVA-VL/LLaVA-NeXT/issues/204, quoted as the KB's device-map-auto-split example
     example = next(e for e in catalog.get("device-map-auto-split").examples if "llava_arch.py" in e.traceback)

@@ -246,6 +246,9 @@ class Code:
     # The failing lines of installed libraries (not PyTorch) the traceback passes through, read from this
     # machine: for detectors that follow what a failing line reads, whoever wrote it.
     library: tuple[Scope, ...] = ()
+    # The traceback stops short of its exception line: its innermost line shown may not be the one that
+    # failed, so what that line lacks proves nothing.
+    cut: bool = False
 
     @property
     def showing(self) -> tuple[Scope, ...]:
@@ -254,7 +257,7 @@ class Code:
         return (*self.scopes, *self.shown)
 
     @classmethod
-    def of(cls, frames: Iterable[Frame], text: str = "", *, read_files: bool = True) -> Code:
+    def of(cls, frames: Iterable[Frame], text: str = "", *, read_files: bool = True, cut: bool = False) -> Code:
         frames = tuple(frames)
         # A deep recursion prints the same few frames thousands of times: each distinct line is read once.
         # Of a traceback deeper still, the innermost and the outermost lines are read: the failing code,
@@ -273,7 +276,7 @@ class Code:
         files = user_files(frames) if read_files else {}
         shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
         library = tuple(_scopes(library_files(frames))) if read_files else ()
-        return cls(printed, tuple(_scopes(files)), text, (*shown, *_pasted_scopes(text, frames)), library)
+        return cls(printed, tuple(_scopes(files)), text, (*shown, *_pasted_scopes(text, frames)), library, cut)
 
 
 def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:

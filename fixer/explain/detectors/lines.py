@@ -402,10 +402,11 @@ def cuda_asked_on_line(line: Line) -> bool:
 @detector(
     "outside-optimizer-step",
     reads="failing lines",
-    finds="the traceback shows code lines, and none of them is an optimizer step or works on optimizer state",
+    finds="the traceback shows code lines down to the failing one, and none of them is an optimizer step or works "
+    "on optimizer state",
 )
 def outside_optimizer_step(code: Code) -> Iterator[str]:
-    if not code.lines or any(line.library == "torch.optim" for line in code.lines):
+    if code.cut or not code.lines or any(line.library == "torch.optim" for line in code.lines):
         return
     if not any(optimizer_state_on_line(line) for line in _lines(code, libraries=True)):
         innermost = code.lines[0]

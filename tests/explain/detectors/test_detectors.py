@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from fixer.explain.detectors import Code, registered
-from fixer.explain.parse import Frame
+from fixer.explain.parse import Frame, parse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MARK = "# <- fails"
@@ -66,3 +67,15 @@ def test_a_library_line_that_makes_a_tensor_without_a_device_counts_and_pytorch_
     assert found and found[0].startswith("pytorch.py:211")
     own = Frame(path="/env/site-packages/torch/functional.py", line=9, function="f", code=code, library="torch")
     assert list(registered()["factory-without-device-on-line"].run(Code.of([own], read_files=False))) == []
+
+
+def test_a_traceback_cut_before_its_exception_line_proves_nothing_by_what_its_last_line_lacks() -> None:
+    # https://github.com/microsoft/InnerEye-DeepLearning/issues/198 (benchmarks/realcode): the log printed the
+    # message, then frames that stop at the training loop's call; the optimizer step that failed lies deeper
+    threads = yaml.safe_load((ROOT / "benchmarks/realcode/threads.yaml").read_text())
+    text = next(t["traceback"] for t in threads if t["id"] == "innereye-run-recovery-optimizer-state-on-cpu")
+    tb = parse(text)
+    assert tb is not None and tb.final.cut
+    outside = registered()["outside-optimizer-step"]
+    assert list(outside.run(Code.of(tb.frames, read_files=False, cut=tb.final.cut))) == []
+    assert list(outside.run(Code.of(tb.frames, read_files=False)))  # whole, the same lines would say it
