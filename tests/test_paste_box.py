@@ -28,6 +28,7 @@ from fixer.output.export import UntranslatableRegex, matcher_data, to_js
 JS = ROOT / "docs" / "javascripts"
 TUNE = ROOT / "benchmarks" / "unseen" / "tune.yaml"
 CENSUS = ROOT / "benchmarks" / "census" / "census.yaml"
+REALCODE = ROOT / "benchmarks" / "realcode" / "threads.yaml"
 NODE = shutil.which("node")
 
 # Loads the port, explains every case, prints [[first id or null, [[id, score], ...]], ...].
@@ -74,7 +75,7 @@ POLICIES = ("yes", "no", "alternate")
 
 def _cases() -> list[tuple[str, str]]:
     cases = [(f"kb:{entry}#{number}", text) for entry, number, text in kb_examples()]
-    for name, corpus in (("corpus", CORPUS), ("tune", TUNE), ("census", CENSUS)):
+    for name, corpus in (("corpus", CORPUS), ("tune", TUNE), ("census", CENSUS), ("realcode", REALCODE)):
         if corpus.exists():
             for item in yaml.safe_load(corpus.read_text()):
                 if item.get("traceback") and item.get("half", "tune") == "tune":
@@ -179,7 +180,7 @@ def test_browser_reads_a_rich_box_to_the_frames_fixer_reads(
 def test_browser_reads_headers_cut_at_a_console_width_to_the_frames_fixer_reads(
     tmp_path: Path, data: dict[str, Any], catalog: Catalog
 ) -> None:
-    threads = yaml.safe_load((ROOT / "benchmarks" / "realcode" / "threads.yaml").read_text())
+    threads = yaml.safe_load(REALCODE.read_text())
     texts = [item["traceback"] for item in threads]
     python = [[[f.path, f.line, f.function] for f in parse(text, catalog.known_messages).frames] for text in texts]
     assert _run_node(tmp_path, {"data": data, "texts": texts}, FRAMES_RUNNER) == python

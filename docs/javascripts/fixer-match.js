@@ -545,8 +545,18 @@ function tolerantMessage(data, lines) {
 
 /** parse.py's _paragraph: a message from line `start` to the end of its paragraph. */
 function paragraph(data, lines, start, first, type) {
+  const p = data.patterns;
+  const startsATraceback = (line) =>
+    Boolean(matchAt(p.traceback_header.source, line) || matchAt(p.chain_separator.source, line) || frameMatch(data, line));
   let end = start + 1;
-  while (end < lines.length && strip(data, lines[end]) && end - start < data.constants.MAX_MESSAGE_LINES) end++;
+  while (
+    end < lines.length &&
+    strip(data, lines[end]) &&
+    end - start < data.constants.MAX_MESSAGE_LINES &&
+    !startsATraceback(lines[end])
+  ) {
+    end++;
+  }
   const message = strip(data, [first, ...lines.slice(start + 1, end)].join("\n"));
   return { type, message: codePoints(message, data.constants.MAX_MESSAGE_CHARS), frames: [], compiledFrames: [] };
 }

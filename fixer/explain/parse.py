@@ -20,8 +20,10 @@ from fixer.explain.read import EXCEPTION_NAME, clean
 # A line that starts a new log record (a timestamp, a progress bar, a logger), not a message's continuation.
 _LOG_LINE = re.compile(r"^(?:\[?\d{4}-\d\d-\d\d|\d+%\||\s*\d+/\d+ \[|wandb:|INFO|WARNING|ERROR:|E\d{4} )")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d{1,7})\]:[ ]?")
-# IPython prints the exception type on the header line: `RuntimeError    Traceback (most recent call last)`.
-_TRACEBACK_HEADER = re.compile(r"^\s*(?:(?P<type>[\w.]+)\s+)?Traceback \(most recent call last\):?\s*$")
+# IPython prints the exception type on the header line: `RuntimeError    Traceback (most recent call last)`;
+# a logger that formats the traceback into its record puts its own words first (`WARNING:app:Traceback: `).
+# (Indentation is one of those words: a leading `\s*` outside the group would backtrack quadratically.)
+_TRACEBACK_HEADER = re.compile(r"^(?:\s*(?P<type>[\w.]+)\s+|[^\n]*?[\s:])?Traceback \(most recent call last\):?\s*$")
 _CHAIN_SEPARATOR = re.compile(
     r"^\s*(?:The above exception was the direct cause of the following exception:"
     r"|During handling of the above exception, another exception occurred:)\s*$"
@@ -213,12 +215,22 @@ def _tolerant_message(lines: list[str], tolerant: Callable[[str], bool]) -> Rais
 
 def _paragraph(lines: list[str], start: int, first: str, type_: str | None) -> RaisedException:
     """A message found at line `start` (from `first`, that line's text from where it starts) to the end of
-    its paragraph, as an exception of `type_`."""
+    its paragraph, as an exception of `type_`. A traceback that a log prints right under the message
+    (Python's logging, with no blank line between) ends it."""
     end = start + 1
-    while end < len(lines) and lines[end].strip() and end - start < _MAX_MESSAGE_LINES:
+    while (
+        end < len(lines)
+        and lines[end].strip()
+        and end - start < _MAX_MESSAGE_LINES
+        and not _starts_a_traceback(lines[end])
+    ):
         end += 1
     message = "\n".join([first, *lines[start + 1 : end]]).strip()
     return RaisedException(type=type_, message=message[:MAX_MESSAGE_CHARS])
+
+
+def _starts_a_traceback(line: str) -> bool:
+    return bool(_TRACEBACK_HEADER.match(line) or _CHAIN_SEPARATOR.match(line) or _frame_match(line))
 
 
 def _known_at(lines: list[str], known: AnyOf, *, ignore_case: bool) -> RaisedException | None:

@@ -241,6 +241,18 @@ def test_frames_that_end_without_their_exception_line_are_marked_cut(catalog):
     assert tb.frames and tb.final.cut
 
 
+def test_a_message_a_logger_printed_above_its_traceback_ends_where_the_traceback_begins(catalog):
+    # https://github.com/QuentinFuxa/WhisperLiveKit/issues/197 (benchmarks/realcode): two log records say
+    # the message, the third prints the traceback after its own words, with no blank line between
+    text = REALCODE["whisperlivekit-audio2mel-featurizer-on-cpu"]["traceback"]
+    tb = parse(text, catalog.known_messages)
+    assert tb.message == (
+        "Expected all tensors to be on the same device, but got mat2 is on cuda:0, different from other tensors "
+        "on cpu (when checking argument in method wrapper_CUDA_bmm)"
+    )
+    assert [f.function for f in tb.frames] == ["diarization_processor", "diarize", "get_features"]
+
+
 def test_a_frame_that_lost_its_file_prefix_is_still_a_frame(catalog):
     # https://github.com/LLaVA-VL/LLaVA-NeXT/issues/204, quoted as the KB's device-map-auto-split example
     example = next(e for e in catalog.get("device-map-auto-split").examples if "llava_arch.py" in e.traceback)
