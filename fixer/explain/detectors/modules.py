@@ -120,13 +120,32 @@ def layers_in_plain_container(code: Code) -> Iterator[str]:
 
 
 def _classes(code: Code) -> Iterator[tuple[Scope, ast.ClassDef]]:
-    """Each class around a failing line, once."""
+    """Each class around a failing line that may be an nn.Module, once: what these detectors find is what
+    `.to()`, `.parameters()` and buffers do, which a plain class has none of."""
     seen: set[int] = set()
     for scope in code.scopes:
         cls = scope.cls
-        if cls is not None and id(cls) not in seen:
+        if cls is not None and id(cls) not in seen and _may_be_module(cls, scope.module):
             seen.add(id(cls))
             yield scope, cls
+
+
+# Bases no nn.Module has; any other base, imported from elsewhere, may be one.
+_PLAIN_BASES = frozenset({"object", "dict", "list", "tuple", "set", "str", "int", "float", "Exception", "type"})
+
+
+def _may_be_module(cls: ast.ClassDef, module: ast.Module, within: frozenset[str] = frozenset()) -> bool:
+    """False for a class with no base but plain ones, or whose every other base is a class of the same
+    file that cannot be a module either (`class Segment(TimedText)`, `class TimedText:`)."""
+    local = {node.name: node for node in module.body if isinstance(node, ast.ClassDef)}
+    for base in cls.bases:
+        name = syntax.dotted(base)
+        if name in _PLAIN_BASES:
+            continue
+        defined = local.get(name) if name else None
+        if defined is None or defined.name in within or _may_be_module(defined, module, within | {cls.name}):
+            return True
+    return False
 
 
 def _wrapped_attributes(cls: ast.ClassDef) -> set[str]:
