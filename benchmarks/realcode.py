@@ -75,7 +75,9 @@ def git_dir(repo: str, mirrors: Path | None, cache: Path) -> Path:
                 return candidate
     into = cache / name / "repo"
     into.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{repo}.git", str(into)], check=True)
+    cloned = subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{repo}.git", str(into)])
+    if cloned.returncode != 0:
+        raise SystemExit(f"{repo}: no mirror under --mirrors and no clone (offline?): lay one out as {name}/repo")
     return into
 
 
