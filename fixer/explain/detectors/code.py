@@ -23,6 +23,7 @@ from fixer.patching.targets import library_files, user_files
 # near it, and reading a generated script of 100,000 statements whole would take seconds.
 MAX_SCRIPT_STATEMENTS = 1_000
 MAX_PRINTED_LINES = 256
+MAX_STATEMENT_LINES = 40  # a statement longer than this is a table of data, not a call laid out over lines
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class Line:
     code: str
     library: str | None = None  # None: the user's own code
     where: str = ""  # `train.py:42`, as the frame names it
+    # The whole statement the line begins, from its file on this machine, where it runs on past the line:
+    # Python prints a statement's first line only, and a call laid out over lines keeps its arguments
+    # below it. What the line holds is read from the statement; what it says is the printed line.
+    statement: str = ""
 
     @property
     def user(self) -> bool:
@@ -46,7 +51,7 @@ class Line:
     # recursion prints thousands of lines.
     @cached_property
     def tree(self) -> ast.AST | None:
-        return syntax.parse_line(self.code)
+        return syntax.parse_line(self.statement or self.code)
 
     @cached_property
     def calls(self) -> tuple[ast.Call, ...]:
@@ -57,7 +62,7 @@ class Line:
         """The line as Python tokens, which never fail: those before an unclosed bracket are the line's."""
         found: list[tokenize.TokenInfo] = []
         with contextlib.suppress(tokenize.TokenError, IndentationError, SyntaxError):
-            found.extend(tokenize.generate_tokens(io.StringIO(self.code.strip()).readline))
+            found.extend(tokenize.generate_tokens(io.StringIO((self.statement or self.code).strip()).readline))
         return tuple(found)
 
     @cached_property
@@ -259,13 +264,19 @@ class Code:
     @classmethod
     def of(cls, frames: Iterable[Frame], text: str = "", *, read_files: bool = True, cut: bool = False) -> Code:
         frames = tuple(frames)
+        files = user_files(frames) if read_files else {}
+        libraries = library_files(frames) if read_files else {}
+        whole = _whole_statements({**files, **libraries})
         # A deep recursion prints the same few frames thousands of times: each distinct line is read once.
         # Of a traceback deeper still, the innermost and the outermost lines are read: the failing code,
         # and the user's own calls that led to it.
         distinct = list(
             dict.fromkeys(
                 Line(
-                    f.code[:MAX_CODE_CHARS], f.library, f"{file_name(f.path)}:{f.line}" if f.line else file_name(f.path)
+                    f.code[:MAX_CODE_CHARS],
+                    f.library,
+                    f"{file_name(f.path)}:{f.line}" if f.line else file_name(f.path),
+                    whole.get((file_name(f.path), f.code.strip()), ""),
                 )
                 for f in reversed(frames)
                 if f.code
@@ -273,10 +284,48 @@ class Code:
         )
         half = MAX_PRINTED_LINES // 2
         printed = tuple(distinct if len(distinct) <= MAX_PRINTED_LINES else distinct[:half] + distinct[-half:])
-        files = user_files(frames) if read_files else {}
         shown = tuple(s for f in reversed(frames) if f.is_user and f.context and (s := _printed_scope(f, files)))
-        library = tuple(_scopes(library_files(frames))) if read_files else ()
+        library = tuple(_scopes(libraries))
         return cls(printed, tuple(_scopes(files)), text, (*shown, *_pasted_scopes(text, frames)), library, cut)
+
+
+def _whole_statements(files: dict[Path, tuple[int, ...]]) -> dict[tuple[str, str], str]:
+    """The statements the failing lines of these files begin and that run on past them, by file name and
+    line as printed; a compound statement's line (`for x in y:`) stays the line, its body being no part of
+    what failed."""
+    found: dict[tuple[str, str], str] = {}
+    for path, numbers in files.items():
+        parsed = parse_source(str(path))
+        if parsed is None:
+            continue
+        module, source = parsed
+        for number in numbers:
+            statement = _statement_at(module, number)
+            end = statement.end_lineno if statement is not None else None
+            if statement is None or statement.lineno != number or end is None or end <= number:
+                continue
+            if hasattr(statement, "body") or end - number > MAX_STATEMENT_LINES:
+                continue
+            found[(path.name, source[number - 1].strip())] = textwrap.dedent("\n".join(source[number - 1 : end]))
+    return found
+
+
+def _statement_at(module: ast.Module, line: int) -> ast.stmt | None:
+    """The innermost statement that holds the line, found by descending through those that hold it."""
+    node: ast.AST = module
+    while True:
+        child = next(
+            (
+                c
+                for c in ast.iter_child_nodes(node)
+                if isinstance(c, ast.stmt | ast.excepthandler | ast.match_case)
+                and c.lineno <= line <= (c.end_lineno or c.lineno)  # type: ignore[union-attr]
+            ),
+            None,
+        )
+        if child is None:
+            return node if isinstance(node, ast.stmt) else None
+        node = child
 
 
 def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:

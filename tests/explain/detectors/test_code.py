@@ -66,6 +66,37 @@ def test_printed_lines_are_kept_innermost_first_with_where_and_whose_they_are(tm
     assert lines[0].tree is None and lines[2].tree is not None
 
 
+def test_a_printed_line_that_begins_a_statement_laid_over_lines_is_read_as_the_whole_statement(tmp_path):
+    # The shape of WhisperLiveKit#206 (benchmarks/realcode): Python prints the call's first line only, and the
+    # tensor made without a device is an argument two lines below it
+    script = tmp_path / "diarize.py"
+    script.write_text(
+        "import torch\n\n\ndef step(model, features):\n"
+        "    state, preds = model.forward_streaming_step(\n"
+        "        processed_signal=features,\n"
+        "        processed_signal_length=torch.tensor([features.shape[1]]),\n"
+        "    )\n"
+        "    for chunk in preds:\n"
+        "        print(chunk)\n"
+        "    return state\n"
+    )
+    printed = "state, preds = model.forward_streaming_step("
+    code = Code.of(
+        [Frame(str(script), 5, "step", printed, None), Frame(str(script), 9, "step", "for chunk in preds:", None)]
+    )
+    whole, loop = code.lines[1], code.lines[0]
+    assert whole.code == printed and whole.statement.endswith(
+        "processed_signal_length=torch.tensor([features.shape[1]]),\n)"
+    )
+    assert loop.statement == ""  # a loop's line is the line: its body had no part in the failure
+    found = list(registered()["factory-without-device-on-line"].run(code))
+    assert found == [f"diarize.py:5: `{printed}`"]
+    assert (
+        list(registered()["factory-without-device-on-line"].run(Code.of([Frame("x.py", 5, "step", printed, None)])))
+        == []
+    )
+
+
 def test_library_missing_unparsable_and_non_python_files_give_no_scope(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("def f(:\n")
