@@ -81,23 +81,9 @@ class Scope:
 
     @cached_property
     def enclosing(self) -> tuple[ast.AST, ...]:
-        """Functions and classes around the line, innermost first, found by descending from the module
-        through the statements that hold the line (walking a big module whole costs seconds)."""
-        found: list[ast.AST] = []
-        node: ast.AST | None = self.module
-        while node is not None:
-            if isinstance(node, syntax.Function | ast.ClassDef):
-                found.append(node)
-            node = next(
-                (
-                    child
-                    for child in ast.iter_child_nodes(node)
-                    if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
-                    and getattr(child, "lineno", 0) <= self.line <= (getattr(child, "end_lineno", 0) or 0)
-                ),
-                None,
-            )
-        return tuple(reversed(found))
+        """Functions and classes around the line, innermost first."""
+        holding = reversed(_holding(self.module, self.line))
+        return tuple(n for n in holding if isinstance(n, syntax.Function | ast.ClassDef))
 
     @property
     def function(self) -> syntax.Function | None:
@@ -311,21 +297,28 @@ def _whole_statements(files: dict[Path, tuple[int, ...]]) -> dict[tuple[str, str
 
 
 def _statement_at(module: ast.Module, line: int) -> ast.stmt | None:
-    """The innermost statement that holds the line, found by descending through those that hold it."""
-    node: ast.AST = module
-    while True:
-        child = next(
+    """The innermost statement that holds the line."""
+    innermost = _holding(module, line)[-1]
+    return innermost if isinstance(innermost, ast.stmt) else None
+
+
+def _holding(module: ast.Module, line: int) -> list[ast.AST]:
+    """The module, then each statement (or handler, or case) that holds the line, outermost first: found by
+    descending through those, since walking a big module whole costs seconds."""
+    found: list[ast.AST] = []
+    node: ast.AST | None = module
+    while node is not None:
+        found.append(node)
+        node = next(
             (
-                c
-                for c in ast.iter_child_nodes(node)
-                if isinstance(c, ast.stmt | ast.excepthandler | ast.match_case)
-                and c.lineno <= line <= (c.end_lineno or c.lineno)  # type: ignore[union-attr]
+                child
+                for child in ast.iter_child_nodes(node)
+                if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
+                and getattr(child, "lineno", 0) <= line <= (getattr(child, "end_lineno", 0) or 0)
             ),
             None,
         )
-        if child is None:
-            return node if isinstance(node, ast.stmt) else None
-        node = child
+    return found
 
 
 def _scopes(files: dict[Path, tuple[int, ...]]) -> Iterator[Scope]:
