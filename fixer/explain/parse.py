@@ -478,9 +478,7 @@ def _code_after(lines: list[str], i: int) -> tuple[str | None, tuple[str, ...], 
                 i += 1
                 continue
             break
-        if _frame_match(line):
-            break
-        if _TRACEBACK_HEADER.match(line) or _CHAIN_SEPARATOR.match(line):
+        if _starts_a_traceback(line):
             break
         if _CARETS.match(line):
             i += 1
