@@ -24,6 +24,14 @@ _DEFAULT_DEVICE = frozenset({"set_default_device", "set_default_tensor_type"})
     finds="the code moves data to a device, but the model the failing line calls is never moved",
 )
 def model_never_moved(code: Code) -> Iterator[str]:
+    """The model is a local name built in the function, or passed down to it, or a plain object's
+    attribute (`self.audio2mel.get_features(chunk)`); in an installed library's failing line too, whose
+    author made the same mistake the user would."""
+    for scope in (*code.scopes, *code.library):
+        for call in scope.failing_calls:
+            found = _attribute_left_behind(scope, call)
+            if found is not None:
+                yield found
     for index, scope in enumerate(code.scopes):
         for call in scope.failing_calls:
             model = syntax.callee(call)
@@ -36,6 +44,48 @@ def model_never_moved(code: Code) -> Iterator[str]:
                     continue
             if not _inside_a_loss(code):
                 yield from _passed_down_unmoved(code.scopes, index, model, scope.where(call))
+
+
+def _attribute_left_behind(scope: Scope, call: ast.Call) -> str | None:
+    """`self.x.method(data)` or `self.x(data)` in a method of a plain class, where `data` was moved to a
+    device before the call, and `self.x` was built from a constructor in the class and is moved nowhere
+    in it. An nn.Module's attribute is left out: it moves whenever its owner does."""
+    cls = scope.cls
+    name = syntax.dotted(call.func) or ""
+    owner = name if name.count(".") == 1 else name.rsplit(".", 1)[0]
+    if cls is None or not owner.startswith("self.") or owner.count(".") != 1 or syntax.may_be_module(cls, scope.module):
+        return None
+    arguments = [syntax.dotted(a) for a in (*call.args, *(k.value for k in call.keywords))]
+    if not any(a in scope.moved_before for a in arguments if a) or _sets_a_default_device(scope):
+        return None
+    built = [s for s in syntax.all_statements(cls) if owner in syntax.assigned_names(s)]
+    if len(built) != 1 or not _builds_a_model(built[0]) or _moved_in(cls, owner):
+        return None
+    called = scope.where(call)
+    return f"{scope.where(built[0])}: `{owner}` is built here, never moved, and called on moved data at {called}"
+
+
+def _builds_a_model(statement: ast.stmt) -> bool:
+    value = syntax.value_of(statement)
+    return (
+        isinstance(value, ast.Call)
+        and bool(_MODEL_MAKER.fullmatch(syntax.dotted(value.func) or ""))
+        and not _PLACES_ITSELF.search(ast.unparse(value))
+    )
+
+
+def _moved_in(node: ast.AST, name: str) -> bool:
+    """`name.to(d)`, `name.cuda()` or `name = ....to(d)` anywhere under `node`, or `name` handed to a
+    call that may place it (`accelerator.prepare(name)`)."""
+    for statement in syntax.all_statements(node):
+        value = syntax.value_of(statement)
+        if name in syntax.assigned_names(statement) and value is not None and syntax.is_move(value):
+            return True
+    return any(
+        syntax.moved(call) == name
+        or (any(syntax.dotted(a) == name for a in call.args) and _PLACES_ITSELF.search(syntax.dotted(call.func) or ""))
+        for call in syntax.calls(node)
+    )
 
 
 def _inside_a_loss(code: Code) -> bool:

@@ -125,27 +125,9 @@ def _classes(code: Code) -> Iterator[tuple[Scope, ast.ClassDef]]:
     seen: set[int] = set()
     for scope in code.scopes:
         cls = scope.cls
-        if cls is not None and id(cls) not in seen and _may_be_module(cls, scope.module):
+        if cls is not None and id(cls) not in seen and syntax.may_be_module(cls, scope.module):
             seen.add(id(cls))
             yield scope, cls
-
-
-# Bases no nn.Module has; any other base, imported from elsewhere, may be one.
-_PLAIN_BASES = frozenset({"object", "dict", "list", "tuple", "set", "str", "int", "float", "Exception", "type"})
-
-
-def _may_be_module(cls: ast.ClassDef, module: ast.Module, within: frozenset[str] = frozenset()) -> bool:
-    """False for a class with no base but plain ones, or whose every other base is a class of the same
-    file that cannot be a module either (`class Segment(TimedText)`, `class TimedText:`)."""
-    local = {node.name: node for node in module.body if isinstance(node, ast.ClassDef)}
-    for base in cls.bases:
-        name = syntax.dotted(base)
-        if name in _PLAIN_BASES:
-            continue
-        defined = local.get(name) if name else None
-        if defined is None or defined.name in within or _may_be_module(defined, module, within | {cls.name}):
-            return True
-    return False
 
 
 def _wrapped_attributes(cls: ast.ClassDef) -> set[str]:
@@ -253,16 +235,40 @@ def _is_property(method: ast.FunctionDef) -> bool:
 
 
 def _made_by_factory(value: ast.expr, local: dict[str, ast.expr], names: dict[str, str], depth: int = 3) -> str | None:
-    """The torch factory a value is made by, directly or through the method's own local names
-    (`steps = torch.arange(n)`, then `self.table = torch.sin(steps / rate)`)."""
-    made = next((f for call in syntax.calls(value) if (f := syntax.factory(call, names))), None)
-    if made is not None or depth == 0:
-        return made
-    for read in (n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in local):
-        made = _made_by_factory(local[read], local, names, depth - 1)
-        if made is not None:
+    """The torch factory whose tensor a value is, or is computed from by torch functions, tensor methods,
+    arithmetic or indexing, directly or through the method's own local names (`steps = torch.arange(n)`,
+    then `self.table = torch.sin(steps / rate)`). What another callable returns is whatever it makes:
+    `Segments(faces)` is no tensor because `faces` is one."""
+    for part in _tensor_sources(value, names):
+        if isinstance(part, ast.Call) and (made := syntax.factory(part, names)):
             return made
+        if isinstance(part, ast.Name) and part.id in local and depth > 0:
+            made = _made_by_factory(local[part.id], local, names, depth - 1)
+            if made is not None:
+                return made
     return None
+
+
+def _tensor_sources(value: ast.expr, names: dict[str, str]) -> Iterator[ast.expr]:
+    """The value and the sub-expressions its tensor is computed from."""
+    yield value
+    parts: list[ast.expr] = []
+    if isinstance(value, ast.Call):
+        full = syntax.resolve(value.func, names) or ""
+        if full.startswith("torch."):
+            parts = [*value.args, *(k.value for k in value.keywords)]
+        elif isinstance(value.func, ast.Attribute):  # a method of what it is called on: `x.float()`
+            parts = [value.func.value]
+    elif isinstance(value, ast.BinOp):
+        parts = [value.left, value.right]
+    elif isinstance(value, ast.UnaryOp | ast.Subscript | ast.Starred):
+        parts = [value.operand if isinstance(value, ast.UnaryOp) else value.value]
+    elif isinstance(value, ast.IfExp):
+        parts = [value.body, value.orelse]
+    elif isinstance(value, ast.List | ast.Tuple):
+        parts = list(value.elts)
+    for part in parts:
+        yield from _tensor_sources(part, names)
 
 
 def _registered_buffers(cls: ast.ClassDef) -> set[str]:

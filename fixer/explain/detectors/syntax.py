@@ -229,3 +229,21 @@ def parse_line(code: str) -> ast.AST | None:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
     return None
+
+
+# Bases no nn.Module has; any other base, imported from elsewhere, may be one.
+_PLAIN_BASES = frozenset({"object", "dict", "list", "tuple", "set", "str", "int", "float", "Exception", "type"})
+
+
+def may_be_module(cls: ast.ClassDef, module: ast.Module, within: frozenset[str] = frozenset()) -> bool:
+    """False for a class with no base but plain ones, or whose every other base is a class of the same
+    file that cannot be a module either (`class Segment(TimedText)`, `class TimedText:`)."""
+    local = {node.name: node for node in module.body if isinstance(node, ast.ClassDef)}
+    for base in cls.bases:
+        name = dotted(base)
+        if name in _PLAIN_BASES:
+            continue
+        defined = local.get(name) if name else None
+        if defined is None or defined.name in within or may_be_module(defined, module, within | {cls.name}):
+            return True
+    return False

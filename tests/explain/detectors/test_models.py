@@ -56,3 +56,36 @@ def test_a_model_passed_down_and_moved_where_it_was_built_is_not_reported(tmp_pa
         ("teachers.py", _line(tmp_path, "teachers.py", "return (teacher(images)"), "soft_targets"),
     )
     assert "model-never-moved" not in detect(Code.of(frames))
+
+
+STREAMER = """\
+import torch
+from audio import MelSpectrogram
+
+
+class Streamer:
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.mel = MelSpectrogram(n_mels=80)
+
+    def step(self, samples):
+        chunk = torch.as_tensor(samples).to(self.encoder.device)
+        return self.mel.features(chunk)
+"""
+
+
+def test_an_installed_library_s_attribute_model_left_behind_is_found_in_its_own_file(tmp_path):
+    # WhisperLiveKit#197's shape (benchmarks/realcode): the library moves the audio chunk to the model's
+    # device and hands it to a preprocessor built in its constructor and never moved
+    package = tmp_path / "env" / "site-packages" / "streaming"
+    package.mkdir(parents=True)
+    (package / "online.py").write_text(STREAMER)
+    frame = Frame(str(package / "online.py"), 12, "step", "return self.mel.features(chunk)", "streaming")
+    found = detect(Code.of([frame]))
+    assert found["model-never-moved"] == (
+        "online.py:8: `self.mel` is built here, never moved, and called on moved data at online.py:12",
+    )
+    moved = STREAMER.replace("MelSpectrogram(n_mels=80)", "MelSpectrogram(n_mels=80).to(encoder.device)")
+    (package / "placed.py").write_text(moved)  # another file: a run reads each file once
+    placed = Frame(str(package / "placed.py"), 12, "step", "return self.mel.features(chunk)", "streaming")
+    assert "model-never-moved" not in detect(Code.of([placed]))
