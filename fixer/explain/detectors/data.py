@@ -304,12 +304,31 @@ def _may_be_tensor(value: ast.expr, scope: Scope, line: int, depth: int) -> bool
 
 
 def _ever_placed(scope: Scope, name: str) -> bool:
-    """Some assignment to `name` in the scope places it. A bare `x.to(d)` does not: a tensor's `.to()`
-    returns a copy, and discarding it is the bug."""
+    """Some assignment to `name` in the scope places it, or puts a placed tensor into it (`chunks.append(
+    x.cpu())`, `out[i] = y.to(d)`): a tensor sent to the CPU on purpose was not forgotten. A bare
+    `x.to(d)` does not: a tensor's `.to()` returns a copy, and discarding it is the bug."""
     for statement in scope.statements:
         value = syntax.value_of(statement)
-        if name in syntax.assigned_names(statement) and value is not None and syntax.placed(value):
+        if name in syntax.assigned_names(statement) and value is not None and syntax.placed(value, _PLACING):
             return True
+        if _fills(statement, name) and syntax.placed(statement, _PLACING):
+            return True
+    return False
+
+
+_PLACING = syntax.MOVES | {"cpu"}
+
+
+_FILLING = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+
+
+def _fills(statement: ast.stmt, name: str) -> bool:
+    """The statement puts something into the container `name`: `name.append(...)`, `name[k] = ...`."""
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        return isinstance(func, ast.Attribute) and func.attr in _FILLING and syntax.dotted(func.value) == name
+    if isinstance(statement, ast.Assign):
+        return any(isinstance(t, ast.Subscript) and syntax.dotted(t.value) == name for t in statement.targets)
     return False
 
 

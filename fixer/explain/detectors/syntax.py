@@ -148,11 +148,11 @@ def base_name(node: ast.expr, modules: Collection[str] = ()) -> str | None:
             return None if name is None or name.split(".")[0] in modules else name
 
 
-def placed(node: ast.AST) -> bool:
+def placed(node: ast.AST, moves: Collection[str] = MOVES) -> bool:
     """The expression puts its result on a device: a move anywhere in its call chain, or `device=`."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
-            if isinstance(sub.func, ast.Attribute) and sub.func.attr in MOVES:
+            if isinstance(sub.func, ast.Attribute) and sub.func.attr in moves:
                 return True
             if keyword(sub, "device") is not None:
                 return True
