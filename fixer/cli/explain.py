@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from fixer.cli.common import FAILED_LOG, NO_MATCH, NO_TRACEBACK, OK, CliError, catalog, kb_index, say_slow
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from fixer.explain.match import Explanation
     from fixer.kb.index import Question
     from fixer.output.render import ColorChoice
@@ -57,6 +59,7 @@ def explain_text(
     if not (as_json or markdown or passthrough) and can_ask(no_input=no_input):
         result = narrowed(result, color)
     patches = local_patches(result, libraries=libraries) if not markdown else []
+    beside = [] if libraries or patches or markdown else patchable_libraries(result)
     if as_json:
         from fixer.explain.narrow import certainty
         from fixer.output.report import explain_out, to_json
@@ -72,6 +75,7 @@ def explain_text(
             result.answers,
             result.matches,
             result.outside,
+            beside,
         )
         print(to_json(document, redact=redact))
     elif markdown:
@@ -81,7 +85,7 @@ def explain_text(
         block = issue_markdown("explain", [], result.matches[:top], result.traceback)
         print(redacted(block) if redact else block, end="")
     else:
-        _print_explanation(result, top, passthrough, patches, color)
+        _print_explanation(result, top, passthrough, patches, color, beside)
     if passthrough:
         return OK if result.traceback is None or exit_zero else FAILED_LOG
     if result.traceback is None:
@@ -179,8 +183,27 @@ def local_patches(result: Explanation, *, libraries: bool = False) -> list[Patch
     return propose(files, result.read[0])
 
 
+def patchable_libraries(result: Explanation) -> list[Path]:
+    """The installed libraries' files that `--libraries` would let the best match's codemod read: where a
+    library's own line failed, the fix may be a patch to it, to send upstream. Found without running the
+    codemod (LibCST and a library's long files cost a second or more), so said as a place to look."""
+    if result.traceback is None or not result.read:
+        return []
+    from fixer.patching import registry
+    from fixer.patching.targets import libraries_beside
+
+    if result.read[0].card.fix_codemod not in registry.CODEMODS:
+        return []
+    return libraries_beside(result.traceback)
+
+
 def _print_explanation(
-    result: Explanation, top: int, passthrough: bool, patches: list[Patch], color: ColorChoice
+    result: Explanation,
+    top: int,
+    passthrough: bool,
+    patches: list[Patch],
+    color: ColorChoice,
+    beside: Sequence[Path] = (),
 ) -> None:
     from fixer.output import render
 
@@ -213,3 +236,11 @@ def _print_explanation(
         out.print(render.patch_view(patch))
     if patches:
         out.print("[dim]Apply with: fixer patch --apply (it asks first; only safe patches unless --unsafe)[/dim]")
+    elif beside:
+        more = f" and {len(beside) - 1} more" if len(beside) > 1 else ""
+        out.print(
+            f"The failing code lies in an installed library ({beside[0]}{more}): rerun with --libraries for fixer "
+            "to look for a patch to it, a diff to send upstream.",
+            style="dim",
+            markup=False,
+        )

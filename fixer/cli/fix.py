@@ -190,11 +190,12 @@ def _chosen(result: Explanation, unsafe: bool) -> tuple[list[Patch], str]:
 
     patches = local_patches(result)
     if not patches:
-        from fixer.patching.targets import user_files
+        from fixer.patching.targets import libraries_beside, user_files
         from fixer.patching.why_none import why_no_patch
 
         assert result.traceback is not None  # only a matched traceback is patched
-        return [], f"no patch left: {why_no_patch(result.matches[0].entry, user_files(result.traceback))}"
+        tb = result.traceback
+        return [], f"no patch left: {why_no_patch(result.matches[0].entry, user_files(tb), libraries_beside(tb))}"
     chosen = [p for p in patches if p.applicability == "safe" or unsafe]
     if not chosen:
         return [], "no patch left: the only patch is unsafe; review it above and pass --unsafe to write it"

@@ -55,7 +55,9 @@ def patch(text: str, args: argparse.Namespace) -> int:
         print(json.dumps({"entry": match.id, "patches": [asdict(patch_out(p)) for p in patches]}, indent=2))
     if not patches:
         if not args.json:
-            _explain_no_patch(match, located.files)
+            from fixer.patching.targets import libraries_beside
+
+            _explain_no_patch(match, located.files, [] if args.libraries else libraries_beside(result.traceback))
         return NO_MATCH
     if not args.json:
         _show(patches, args.color)
@@ -84,13 +86,13 @@ def _root(option: str | None) -> Path:
     return root
 
 
-def _explain_no_patch(match: Match, files: dict[Path, tuple[int, ...]]) -> None:
+def _explain_no_patch(match: Match, files: dict[Path, tuple[int, ...]], beside: list[Path]) -> None:
     """On stderr like every other word of patch's: stdout carries diffs only, so that
     `fixer patch log | git apply` is given nothing, not prose, when there is no diff."""
     from fixer.patching.why_none import why_no_patch
 
     entry = match.entry
-    lines = [f"fixer: {why_no_patch(entry, files)}", f"To fix it by hand ({entry.fix.summary.rstrip('.')}):"]
+    lines = [f"fixer: {why_no_patch(entry, files, beside)}", f"To fix it by hand ({entry.fix.summary.rstrip('.')}):"]
     lines += [f"  {number}. {' '.join(step.split())}" for number, step in enumerate(entry.fix.steps, 1)]
     print("\n".join(lines), file=sys.stderr)
 

@@ -168,11 +168,12 @@ def _explanation_view(result: Explanation) -> Group:
     patches = local_patches(result)
     if patches:
         return Group(render.explanation(result, top=3), *(render.patch_view(patch) for patch in patches))
-    from fixer.patching.targets import user_files
+    from fixer.patching.targets import libraries_beside, user_files
     from fixer.patching.why_none import why_no_patch
 
     assert result.traceback is not None  # only a matched traceback is explained
-    reason = why_no_patch(result.matches[0].entry, user_files(result.traceback))
+    tb = result.traceback
+    reason = why_no_patch(result.matches[0].entry, user_files(tb), libraries_beside(tb))
     return Group(render.explanation(result, top=3), Text(f"fixer: no patch: {reason}.", style="bold"))
 
 

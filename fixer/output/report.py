@@ -20,6 +20,8 @@ from fixer.explain.narrow import Answer, Certainty, answer, said_of
 from fixer.explain.parse import Frame, Traceback
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from fixer.kb.index import Outside
     from fixer.patching.plan import Patch
 
@@ -143,6 +145,8 @@ class ExplainOut:
     beyond_kb: bool = False  # no known cause scores above one the KB does not hold (nothing read it, or the answers)
     outside_kb: OutsideOut | None = None  # set when the message is PyTorch's own and no entry covers it
     patches: list[PatchOut] = field(default_factory=list)
+    # Installed libraries' files where the failing code lies and `--libraries` would let the patch look
+    library_files: list[str] = field(default_factory=list)
     slow_regexes: dict[str, str] = field(default_factory=dict)  # team entries skipped for time: file -> the regex
 
 
@@ -212,6 +216,7 @@ def explain_out(
     answers: Sequence[Answer] = (),
     ranking: Sequence[Match] = (),
     outside: Outside | None = None,
+    library_files: Sequence[Path] = (),
 ) -> ExplainOut:
     """`matches` as shown (the top N); `known` judged on all of them, the `ranking` (default: `matches`),
     which the next question's outcomes re-rank."""
@@ -233,6 +238,7 @@ def explain_out(
         if outside
         else None,
         patches=[patch_out(p) for p in patches],
+        library_files=[str(path) for path in library_files],
         slow_regexes=dict(slow or {}),
     )
 

@@ -125,6 +125,13 @@ def user_files(frames: Traceback | Iterable[Frame]) -> dict[Path, tuple[int, ...
     return locate(frames).files
 
 
+def libraries_beside(frames: Traceback | Iterable[Frame]) -> list[Path]:
+    """The installed libraries' files that `locate(..., libraries=True)` adds to the user's own: where a
+    patch may go when the user asks for one to a library."""
+    mine = locate(frames).files
+    return [path for path in locate(frames, libraries=True).files if path not in mine]
+
+
 LIBRARY_FRAMES = 3  # the innermost library frames read: where a library's own line failed, and its callers
 
 

@@ -234,3 +234,28 @@ def test_a_library_fix_is_shown_only_when_asked_and_never_written(tmp_path):
     )
     assert refused.returncode == NOT_APPLIED and "installed library" in refused.stderr
     assert "device=" not in library.read_text()
+
+
+def test_a_library_fix_is_pointed_to_when_not_asked_for(tmp_path):
+    """Without --libraries, explain names the library file a patch could go to, and patch says why it made none."""
+    library = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "attacks" / "cw.py"
+    library.parent.mkdir(parents=True)
+    library.write_text(
+        "import torch\n\n\ndef margin(outputs, labels):\n"
+        "    one_hot = torch.eye(outputs.shape[1])[labels]\n"
+        "    return (one_hot * outputs).sum(1)\n"
+    )
+    log = (
+        "Traceback (most recent call last):\n"
+        f'  File "{library}", line 5, in margin\n'
+        "    one_hot = torch.eye(outputs.shape[1])[labels]\n"
+        "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)\n"
+    )
+    explained = json.loads(_fixer(tmp_path, "explain", "--json", "-", stdin=log).stdout)
+    assert explained["patches"] == [] and explained["library_files"] == [str(library.resolve())]
+    asked = json.loads(_fixer(tmp_path, "explain", "--json", "--libraries", "-", stdin=log).stdout)
+    assert asked["library_files"] == [] and len(asked["patches"]) == 1
+    told = _fixer(tmp_path, "explain", "--color", "never", "--width", "200", "-", stdin=log)
+    assert f"installed library ({library.resolve()}): rerun with --libraries" in told.stdout
+    refused = _fixer(tmp_path, "patch", "-", stdin=log)
+    assert refused.returncode == NO_MATCH and "`fixer patch --libraries` lets it read" in refused.stderr
