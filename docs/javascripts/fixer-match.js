@@ -149,7 +149,7 @@ function clean(data, text) {
   text = text.normalize("NFKC").replace(/[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]/gu, (c) => CURLY[c]);
   let lines = unboxed(data, unquoted(data, text.split("\n")));
   lines = unwrapped(data, withoutLogPrefixes(data, lines));
-  return rejoinedHeaders(data, lines)
+  return rejoinedCode(data, rejoinedHeaders(data, lines))
     .flatMap((line) => splitRunTogether(data, line))
     .join("\n");
 }
@@ -325,6 +325,38 @@ function rejoinedHeaders(data, lines) {
     out.push(line);
   }
   return out;
+}
+
+/** read.py's _rejoined_code: a frame's code line wrapped at a space, joined back when the flush-left line
+ * after it closes exactly the brackets it left open. */
+function rejoinedCode(data, lines) {
+  const out = [];
+  let i = 0;
+  while (i < lines.length) {
+    let line = lines[i];
+    i += 1;
+    const after = i < lines.length ? lines[i] : "";
+    if (
+      out.length &&
+      matchAt(data.patterns.header_start.source, out[out.length - 1]) &&
+      line.length > 0 &&
+      strip(data, line[0]) === "" &&
+      continues(data, after) &&
+      openBrackets(line) > 0 &&
+      openBrackets(line + after) === 0
+    ) {
+      line = `${rstrip(data, line)} ${strip(data, after)}`;
+      i += 1;
+    }
+    out.push(line);
+  }
+  return out;
+}
+
+function openBrackets(text) {
+  let n = 0;
+  for (const c of text) n += "([{".includes(c) ? 1 : ")]}".includes(c) ? -1 : 0;
+  return n;
 }
 
 function splitRunTogether(data, line) {

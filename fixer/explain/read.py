@@ -92,7 +92,7 @@ def clean(text: str) -> str:
     text = as_pasted(text)
     lines = _unboxed(_unquoted(text.split("\n")))
     lines = _unwrapped(_without_log_prefixes(lines))
-    return "\n".join(piece for line in _rejoined_headers(lines) for piece in _split_run_together(line))
+    return "\n".join(piece for line in _rejoined_code(_rejoined_headers(lines)) for piece in _split_run_together(line))
 
 
 def _linked_headers(lines: list[str]) -> list[str]:
@@ -228,6 +228,34 @@ def _rejoined_headers(lines: list[str]) -> list[str]:
                     break
         out.append(line)
     return out
+
+
+def _rejoined_code(lines: list[str]) -> list[str]:
+    """A frame's code line that a mail client wrapped at a space, joined back: under a frame header, an
+    indented line that opens more brackets than it closes, and the flush-left line after it that closes
+    them exactly. Python prints a statement's first line only, which may end open (`return f(`); then the
+    next line is a frame, an exception or indented, never a flush-left rest that balances it."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        after = lines[i] if i < len(lines) else ""
+        if (
+            out
+            and _HEADER_START.match(out[-1])
+            and line[:1].isspace()
+            and _continues(after)
+            and _open_brackets(line) > 0
+            and _open_brackets(line + after) == 0
+        ):
+            line, i = f"{line.rstrip()} {after.strip()}", i + 1
+        out.append(line)
+    return out
+
+
+def _open_brackets(text: str) -> int:
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
 
 
 def _split_run_together(line: str) -> list[str]:

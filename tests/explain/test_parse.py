@@ -191,6 +191,21 @@ def test_a_frame_header_wrapped_at_its_spaces_is_one_frame_again(catalog):
         ]
 
 
+def test_a_code_line_wrapped_at_its_spaces_is_one_line_again(catalog):
+    # https://github.com/Canjie-Luo/MORAN_v2/issues/143, a KB example: a mail client's 76 or 80 columns
+    # put the rest of the failing line, which closes the brackets it opened, flush left under it
+    text = _example(catalog, "cpu-copy-meets-gpu-tensor", "morn.py")
+    whole = parse(text, catalog.known_messages)
+    for width in (76, 80):
+        tb = parse(word_wrapped(text, width), catalog.known_messages)
+        assert [f.code for f in tb.frames] == [f.code for f in whole.frames]
+
+
+def test_a_code_line_left_open_by_python_takes_no_line_that_does_not_close_it():
+    text = '  File "x.py", line 3, in f\n    return F.embedding(\nsee the log above\nRuntimeError: boom'
+    assert clean(text) == text
+
+
 def test_a_line_ending_in_the_word_file_is_joined_only_into_a_whole_header():
     text = 'saving the checkpoint File\n"ckpt.pt" failed, line 3 of the log\nRuntimeError: boom'
     assert clean(text) == text

@@ -50,7 +50,7 @@ def detect(code: Code) -> dict[str, tuple[str, ...]]:
 
 
 def _load() -> None:
-    from fixer.explain.detectors import data, lines, loading, models, modules  # noqa: F401  (they register on import)
+    from fixer.explain.detectors import copies, data, lines, loading, models, modules  # noqa: F401  (they register on import)
 
 
 def registered() -> dict[str, Detector]:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from fixer.explain.detectors import detector, syntax
 from fixer.explain.detectors.code import Code, Scope
+from fixer.explain.detectors.copies import holds_cpu_copy
 
 # Functions that run at every step, where a tensor made without device= lands on the CPU each time.
 _PER_STEP = re.compile(
@@ -234,7 +235,7 @@ def model_moved_not_its_inputs(code: Code) -> Iterator[str]:
             if model not in moved:
                 continue
             data = _data_arguments(call, scope)
-            never = [name for name in data if not _ever_placed(scope, name)]
+            never = [name for name in data if not _ever_placed(scope, name) and not holds_cpu_copy(scope, name)]
             if never:
                 yield (
                     f"{scope.where(call)}: `{model}` is moved at line {moved[model]}, "
@@ -253,7 +254,7 @@ def argument_never_moved(code: Code) -> Iterator[str]:
             continue
         for call in scope.failing_calls:
             bound = [name for name in _data_arguments(call, scope) if _may_hold_a_tensor(scope, name)]
-            never = [name for name in bound if not _ever_placed(scope, name)]
+            never = [name for name in bound if not _ever_placed(scope, name) and not holds_cpu_copy(scope, name)]
             if never:
                 named = ", ".join(f"`{n}`" for n in never)
                 yield f"{scope.where(call)}: {named} never moved, while the code moves others"
@@ -374,15 +375,25 @@ def _loss_built(scope: Scope, name: str) -> tuple[ast.stmt, str] | None:
     finds="tensors are placed with a module's .device property (self.device, model.device)",
 )
 def device_from_module_property(code: Code) -> Iterator[str]:
+    """`self.device` in a plain class's method is a device the object stored, not a module's property; the
+    printed lines alone cannot say which, the file can."""
+    read = {f"{scope.file}:{scope.line}" for scope in code.scopes}
     printed = (
-        (f"{line.where}: `{line.code.strip()}`", call) for line in code.lines if line.user for call in line.calls
+        (f"{line.where}: `{line.code.strip()}`", call, None)
+        for line in code.lines
+        if line.user and line.where not in read
+        for call in line.calls
     )
-    around = ((scope.where(call), call) for scope in code.scopes for call in scope.calls_around)
-    for where, call in (*printed, *around):
+    around = ((scope.where(call), call, scope) for scope in code.scopes for call in scope.calls_around)
+    for where, call, scope in (*printed, *around):
         device = syntax.placed_on(call)
         name = syntax.dotted(device) if device is not None else None
-        if name and name.endswith(".device") and _module_like(name.removesuffix(".device")):
-            yield f"{where}: placed on `{name}`"
+        if not (name and name.endswith(".device") and _module_like(name.removesuffix(".device"))):
+            continue
+        plain = scope is not None and scope.cls is not None and not syntax.may_be_module(scope.cls, scope.module)
+        if name == "self.device" and plain:
+            continue
+        yield f"{where}: placed on `{name}`"
 
 
 def _module_like(name: str) -> bool:

@@ -315,6 +315,45 @@ def numpy_function_on_line(line: Line) -> bool:
     )
 
 
+@_line_detector(
+    "cpu-copy-combined-on-line",
+    finds="a printed line copies a tensor to the CPU (.cpu(), .to('cpu')) and computes with the copy and another value",
+    libraries=True,
+)
+def cpu_copy_combined_on_line(line: Line) -> bool:
+    """`x.data.cpu().add_(-low)`, `s.cpu() * norm`, `torch.cat([a.cpu(), b])`: the copy meets a value the line
+    does not copy, which may still be on the GPU. A copy only converted (`.numpy()`, `.item()`) or moved
+    again meets nothing."""
+    if line.tree is None:
+        return False
+    parents = {id(child): node for node in ast.walk(line.tree) for child in ast.iter_child_nodes(node)}
+    return any(_copy_meets_another(call, parents) for call in line.calls if syntax.copies_to_cpu(call))
+
+
+_LEAVES_TORCH = frozenset({"numpy", "tolist", "item", "__array__"})
+
+
+def _copy_meets_another(copy: ast.Call, parents: dict[int, ast.AST]) -> bool:
+    node: ast.expr = copy
+    while True:
+        parent = parents.get(id(node))
+        method = parents.get(id(parent)) if isinstance(parent, ast.Attribute) else None
+        if not (isinstance(parent, ast.Attribute) and isinstance(method, ast.Call) and method.func is parent):
+            break
+        if parent.attr in _LEAVES_TORCH or parent.attr in syntax.MOVES:
+            return False
+        if any(not isinstance(a, ast.Constant) for a in method.args):
+            return True  # `copy.add_(other)`
+        node = method
+    if isinstance(parent, ast.BinOp | ast.Compare):
+        sides = [parent.left, parent.right] if isinstance(parent, ast.BinOp) else [parent.left, *parent.comparators]
+        return any(side is not node and not isinstance(side, ast.Constant) for side in sides)
+    if isinstance(parent, ast.List | ast.Tuple):
+        others = [e for e in parent.elts if e is not node and not isinstance(e, ast.Constant)]
+        return isinstance(parents.get(id(parent)), ast.Call) and bool(others)
+    return False
+
+
 @_line_detector("torch-load-without-map-location-on-line", finds="a printed line calls torch.load without map_location")
 def torch_load_without_map_location_on_line(line: Line) -> bool:
     return bool(re.search(r"torch\.load\((?![^)]*map_location)", line.code))

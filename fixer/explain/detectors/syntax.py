@@ -167,6 +167,20 @@ def placed_on(call: ast.Call, moves: tuple[str, ...] = ("to",)) -> ast.expr | No
     return device
 
 
+def copies_to_cpu(node: ast.expr) -> bool:
+    """`x.cpu()`, `x.to("cpu")`, `x.to(torch.device("cpu"))`, `x.to(device="cpu")`."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr == "cpu":
+        return True
+    if node.func.attr != "to":
+        return False
+    where = placed_on(node)
+    if isinstance(where, ast.Call) and dotted(where.func) in ("torch.device", "device") and where.args:
+        where = where.args[0]
+    return isinstance(where, ast.Constant) and isinstance(where.value, str) and where.value.startswith("cpu")
+
+
 def moved_where_made(call: ast.Call, statement: ast.stmt) -> bool:
     """`torch.zeros(n).to(x.device)`, `nn.Linear(3, 4).cuda()`: moved in the statement that makes it."""
     return any(

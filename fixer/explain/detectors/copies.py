@@ -1,0 +1,122 @@
+"""Facts about tensors the code copied to the CPU on purpose, and then used beside GPU tensors.
+
+Post-processing, metrics and saving copy results to host memory (`.cpu()`, `.detach().cpu()`,
+`.to("cpu")`); a statistic or a target that stayed on the GPU then meets the copy. The copy is followed
+back from the failing line through the names, loops and lists it was computed from, in the order the
+code ran them."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from fixer.explain.detectors import detector, syntax
+from fixer.explain.detectors.code import Code, Scope
+
+_DEPTH = 4  # names followed back from the failing line: a copy is made a few lines above its use
+_FILLING = frozenset({"append", "extend", "insert"})
+
+
+@detector(
+    "failing-line-reads-cpu-copy",
+    reads="your files or the code pasted",
+    finds="the failing statement reads a tensor the code copied to the CPU (.cpu(), .to('cpu')), directly or "
+    "through the names, loops and lists it was computed from",
+)
+def failing_line_reads_cpu_copy(code: Code) -> Iterator[str]:
+    for scope in (*code.showing, *code.library):
+        if scope.failing is None:
+            continue
+        for name in sorted(_loaded_names(scope.failing)):
+            copied = _bound_to_cpu_copy(scope, name, scope.failing.lineno, _DEPTH)
+            if copied is not None:
+                yield f"{scope.where(scope.failing)}: `{name}` holds a CPU copy made at line {copied}"
+                break
+
+
+def holds_cpu_copy(scope: Scope, name: str) -> bool:
+    """`name` holds, at the failing line, a tensor the code copied to the CPU: sent there on purpose."""
+    return scope.failing is not None and _bound_to_cpu_copy(scope, name, scope.failing.lineno, _DEPTH) is not None
+
+
+def _loaded_names(statement: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _bound_to_cpu_copy(scope: Scope, name: str, line: int, depth: int) -> int | None:
+    """The line of the CPU copy that `name` holds at `line`, by its bindings before it, latest first. A
+    binding under a condition the line does not share may not have run, so the one before it is read
+    too; one that surely ran hides those before it. Filling a list (`chunks.append(x.cpu())`) adds to
+    what it holds."""
+    for statement in reversed([s for s in scope.statements if s.lineno < line]):
+        value, replaces = _binding(statement, name)
+        if value is None:
+            continue
+        copied = _cpu_copy_in(value, scope, statement.lineno, depth)
+        if copied is not None:
+            return copied
+        if replaces and id(statement) not in scope.conditional:
+            return None
+    return None
+
+
+def _binding(statement: ast.stmt, name: str) -> tuple[ast.expr | None, bool]:
+    """What `statement` binds `name` to, and whether it replaces what the name held before: an
+    assignment does; a loop binds each element of what it iterates; a list grows by what is appended."""
+    if isinstance(statement, ast.For | ast.AsyncFor):
+        targets = {n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)}
+        return (statement.iter, True) if name in targets else (None, False)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        if isinstance(func, ast.Attribute) and func.attr in _FILLING and syntax.dotted(func.value) == name:
+            return (ast.List(elts=list(statement.value.args)), False)
+        return None, False
+    if name in syntax.assigned_names(statement):
+        value = syntax.value_of(statement)
+        return value, not isinstance(statement, ast.AugAssign)
+    return None, False
+
+
+def _cpu_copy_in(value: ast.expr, scope: Scope, line: int, depth: int) -> int | None:
+    """Where `value`'s tensor was copied to the CPU, following the names it is computed from."""
+    for part in _device_sources(value, scope.names):
+        if syntax.copies_to_cpu(part):
+            return getattr(part, "lineno", line)
+        if isinstance(part, ast.Name) and depth > 0:
+            copied = _bound_to_cpu_copy(scope, part.id, line, depth - 1)
+            if copied is not None:
+                return copied
+    return None
+
+
+def _device_sources(value: ast.expr, names: dict[str, str], bound: frozenset[str] = frozenset()) -> Iterator[ast.expr]:
+    """The value and the sub-expressions whose device it takes: torch functions' arguments, a method's
+    receiver, arithmetic, indexing, a list's items. A move is where the search stops, its device being
+    its own; a comprehension's element stands for the list, and its own variables are left to it."""
+    if isinstance(value, ast.Name) and value.id in bound:
+        return
+    yield value
+    parts: list[ast.expr] = []
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in (*syntax.MOVES, "cpu"):
+            return
+        if (syntax.resolve(value.func, names) or "").startswith("torch."):
+            parts = list(value.args)
+        elif isinstance(value.func, ast.Attribute):
+            parts = [value.func.value]
+    elif isinstance(value, ast.BinOp):
+        parts = [value.left, value.right]
+    elif isinstance(value, ast.UnaryOp):
+        parts = [value.operand]
+    elif isinstance(value, ast.Subscript | ast.Starred):
+        parts = [value.value]
+    elif isinstance(value, ast.IfExp):
+        parts = [value.body, value.orelse]
+    elif isinstance(value, ast.List | ast.Tuple):
+        parts = list(value.elts)
+    elif isinstance(value, ast.ListComp | ast.GeneratorExp):
+        targets = {n.id for g in value.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        bound = bound | targets
+        parts = [value.elt]
+    for part in parts:
+        yield from _device_sources(part, names, bound)
