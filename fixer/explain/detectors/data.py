@@ -390,10 +390,25 @@ def device_from_module_property(code: Code) -> Iterator[str]:
         name = syntax.dotted(device) if device is not None else None
         if not (name and name.endswith(".device") and _module_like(name.removesuffix(".device"))):
             continue
-        plain = scope is not None and scope.cls is not None and not syntax.may_be_module(scope.cls, scope.module)
-        if name == "self.device" and plain:
+        owner = _class_around(scope.module, call.lineno) if scope is not None else None
+        if (
+            name == "self.device"
+            and scope is not None
+            and owner is not None
+            and not syntax.may_be_module(owner, scope.module)
+        ):
             continue
         yield f"{where}: placed on `{name}`"
+
+
+def _class_around(module: ast.Module, line: int) -> ast.ClassDef | None:
+    """The innermost class whose body holds the line: a script's calls around a line include its classes'."""
+    holding = [
+        node
+        for node in ast.walk(module)
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    return max(holding, key=lambda node: node.lineno, default=None)
 
 
 def _module_like(name: str) -> bool:
