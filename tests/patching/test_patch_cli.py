@@ -210,8 +210,9 @@ def test_apply_keeps_line_endings_and_mode(tmp_path):
     assert script.stat().st_mode & 0o777 == 0o750
 
 
-def test_a_library_fix_is_shown_only_when_asked_and_never_written(tmp_path):
-    """The shape of torchattacks' C&W loss: an identity matrix made on the CPU, indexed by CUDA labels."""
+def _failing_library(tmp_path: Path) -> tuple[Path, str]:
+    """The shape of torchattacks' C&W loss: an identity matrix made on the CPU, indexed by CUDA labels,
+    in an installed library's file, and the traceback its own line raised."""
     library = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "attacks" / "cw.py"
     library.parent.mkdir(parents=True)
     library.write_text(
@@ -225,6 +226,11 @@ def test_a_library_fix_is_shown_only_when_asked_and_never_written(tmp_path):
         "    one_hot = torch.eye(outputs.shape[1])[labels]\n"
         "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)\n"
     )
+    return library, log
+
+
+def test_a_library_fix_is_shown_only_when_asked_and_never_written(tmp_path):
+    library, log = _failing_library(tmp_path)
     assert _fixer(tmp_path, "patch", "-", stdin=log).returncode == NO_MATCH
     shown = _fixer(tmp_path, "patch", "--libraries", "-", stdin=log)
     assert shown.returncode == OK
@@ -238,19 +244,7 @@ def test_a_library_fix_is_shown_only_when_asked_and_never_written(tmp_path):
 
 def test_a_library_fix_is_pointed_to_when_not_asked_for(tmp_path):
     """Without --libraries, explain names the library file a patch could go to, and patch says why it made none."""
-    library = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "attacks" / "cw.py"
-    library.parent.mkdir(parents=True)
-    library.write_text(
-        "import torch\n\n\ndef margin(outputs, labels):\n"
-        "    one_hot = torch.eye(outputs.shape[1])[labels]\n"
-        "    return (one_hot * outputs).sum(1)\n"
-    )
-    log = (
-        "Traceback (most recent call last):\n"
-        f'  File "{library}", line 5, in margin\n'
-        "    one_hot = torch.eye(outputs.shape[1])[labels]\n"
-        "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)\n"
-    )
+    library, log = _failing_library(tmp_path)
     explained = json.loads(_fixer(tmp_path, "explain", "--json", "-", stdin=log).stdout)
     assert explained["patches"] == [] and explained["library_files"] == [str(library.resolve())]
     asked = json.loads(_fixer(tmp_path, "explain", "--json", "--libraries", "-", stdin=log).stdout)
