@@ -15,6 +15,7 @@ from fixer.explain.detectors.code import Code, Scope
 
 _DEPTH = 4  # names followed back from the failing line: a copy is made a few lines above its use
 _FILLING = frozenset({"append", "extend", "insert"})
+_PLACING = syntax.MOVES | {"cpu"}  # a move is where a tensor's device comes from: the search stops there
 
 
 @detector(
@@ -79,7 +80,7 @@ class _Trail:
 
     def _copy_in(self, value: ast.expr, line: int, depth: int) -> int | None:
         """Where `value`'s tensor was copied to the CPU, following the names it is computed from."""
-        for part in _device_sources(value, self.scope.names):
+        for part in syntax.tensor_sources(value, self.scope.names, stop=_PLACING):
             if syntax.copies_to_cpu(part):
                 return getattr(part, "lineno", line)
             if isinstance(part, ast.Name) and depth > 0:
@@ -106,36 +107,3 @@ def _bindings(statement: ast.stmt) -> Iterator[tuple[str, ast.expr, bool]]:
         if value is not None:
             for name in syntax.assigned_names(statement):
                 yield name, value, not isinstance(statement, ast.AugAssign)
-
-
-def _device_sources(value: ast.expr, names: dict[str, str], bound: frozenset[str] = frozenset()) -> Iterator[ast.expr]:
-    """The value and the sub-expressions whose device it takes: torch functions' arguments, a method's
-    receiver, arithmetic, indexing, a list's items. A move is where the search stops, its device being
-    its own; a comprehension's element stands for the list, and its own variables are left to it."""
-    if isinstance(value, ast.Name) and value.id in bound:
-        return
-    yield value
-    parts: list[ast.expr] = []
-    if isinstance(value, ast.Call):
-        if isinstance(value.func, ast.Attribute) and value.func.attr in (*syntax.MOVES, "cpu"):
-            return
-        if (syntax.resolve(value.func, names) or "").startswith("torch."):
-            parts = list(value.args)
-        elif isinstance(value.func, ast.Attribute):
-            parts = [value.func.value]
-    elif isinstance(value, ast.BinOp):
-        parts = [value.left, value.right]
-    elif isinstance(value, ast.UnaryOp):
-        parts = [value.operand]
-    elif isinstance(value, ast.Subscript | ast.Starred):
-        parts = [value.value]
-    elif isinstance(value, ast.IfExp):
-        parts = [value.body, value.orelse]
-    elif isinstance(value, ast.List | ast.Tuple):
-        parts = list(value.elts)
-    elif isinstance(value, ast.ListComp | ast.GeneratorExp):
-        targets = {n.id for g in value.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
-        bound = bound | targets
-        parts = [value.elt]
-    for part in parts:
-        yield from _device_sources(part, names, bound)

@@ -235,11 +235,10 @@ def _is_property(method: ast.FunctionDef) -> bool:
 
 
 def _made_by_factory(value: ast.expr, local: dict[str, ast.expr], names: dict[str, str], depth: int = 3) -> str | None:
-    """The torch factory whose tensor a value is, or is computed from by torch functions, tensor methods,
-    arithmetic or indexing, directly or through the method's own local names (`steps = torch.arange(n)`,
-    then `self.table = torch.sin(steps / rate)`). What another callable returns is whatever it makes:
-    `Segments(faces)` is no tensor because `faces` is one."""
-    for part in _tensor_sources(value, names):
+    """The torch factory whose tensor a value is, or is computed from (`syntax.tensor_sources`), directly
+    or through the method's own local names (`steps = torch.arange(n)`, then `self.table =
+    torch.sin(steps / rate)`)."""
+    for part in syntax.tensor_sources(value, names):
         if isinstance(part, ast.Call) and (made := syntax.factory(part, names)):
             return made
         if isinstance(part, ast.Name) and part.id in local and depth > 0:
@@ -247,28 +246,6 @@ def _made_by_factory(value: ast.expr, local: dict[str, ast.expr], names: dict[st
             if made is not None:
                 return made
     return None
-
-
-def _tensor_sources(value: ast.expr, names: dict[str, str]) -> Iterator[ast.expr]:
-    """The value and the sub-expressions its tensor is computed from."""
-    yield value
-    parts: list[ast.expr] = []
-    if isinstance(value, ast.Call):
-        full = syntax.resolve(value.func, names) or ""
-        if full.startswith("torch."):
-            parts = [*value.args, *(k.value for k in value.keywords)]
-        elif isinstance(value.func, ast.Attribute):  # a method of what it is called on: `x.float()`
-            parts = [value.func.value]
-    elif isinstance(value, ast.BinOp):
-        parts = [value.left, value.right]
-    elif isinstance(value, ast.UnaryOp | ast.Subscript | ast.Starred):
-        parts = [value.operand if isinstance(value, ast.UnaryOp) else value.value]
-    elif isinstance(value, ast.IfExp):
-        parts = [value.body, value.orelse]
-    elif isinstance(value, ast.List | ast.Tuple):
-        parts = list(value.elts)
-    for part in parts:
-        yield from _tensor_sources(part, names)
 
 
 def _registered_buffers(cls: ast.ClassDef) -> set[str]:

@@ -181,6 +181,42 @@ def copies_to_cpu(node: ast.expr) -> bool:
     return isinstance(where, ast.Constant) and isinstance(where.value, str) and where.value.startswith("cpu")
 
 
+def tensor_sources(
+    value: ast.expr, names: dict[str, str], *, stop: Collection[str] = (), bound: frozenset[str] = frozenset()
+) -> Iterator[ast.expr]:
+    """The value and the sub-expressions its tensor is computed from, and so takes its device from: torch
+    functions' arguments, a method's receiver (`x.float()`), arithmetic, indexing, branches, a list's
+    items, a comprehension's element. What another callable returns is whatever it makes: `Segments(faces)`
+    is no tensor because `faces` is one. A method in `stop` (a move) ends the search there; a
+    comprehension's own variables are left to it."""
+    if isinstance(value, ast.Name) and value.id in bound:
+        return
+    yield value
+    parts: list[ast.expr] = []
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in stop:
+            return
+        if (resolve(value.func, names) or "").startswith("torch."):
+            parts = [*value.args, *(k.value for k in value.keywords)]
+        elif isinstance(value.func, ast.Attribute):
+            parts = [value.func.value]
+    elif isinstance(value, ast.BinOp):
+        parts = [value.left, value.right]
+    elif isinstance(value, ast.UnaryOp):
+        parts = [value.operand]
+    elif isinstance(value, ast.Subscript | ast.Starred):
+        parts = [value.value]
+    elif isinstance(value, ast.IfExp):
+        parts = [value.body, value.orelse]
+    elif isinstance(value, ast.List | ast.Tuple):
+        parts = list(value.elts)
+    elif isinstance(value, ast.ListComp | ast.GeneratorExp):
+        bound = bound | {n.id for g in value.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        parts = [value.elt]
+    for part in parts:
+        yield from tensor_sources(part, names, stop=stop, bound=bound)
+
+
 def moved_where_made(call: ast.Call, statement: ast.stmt) -> bool:
     """`torch.zeros(n).to(x.device)`, `nn.Linear(3, 4).cuda()`: moved in the statement that makes it."""
     return any(
