@@ -91,7 +91,7 @@ class Device:
     @classmethod
     def of_value(cls, value: cst.BaseExpression) -> Device | None:
         """From a device expression itself, e.g. the `device=` argument of a factory call; None for the CPU."""
-        return None if _host(value) else cls("to", (cst.Arg(value=value),))
+        return None if host_device(value) else cls("to", (cst.Arg(value=value),))
 
     def move(self, value: cst.BaseExpression) -> cst.Call:
         """`value.to(<device>)` (or `value.cuda(...)`)."""
@@ -106,7 +106,7 @@ class Device:
         return found
 
 
-def _host(device: cst.BaseExpression) -> bool:
+def host_device(device: cst.BaseExpression) -> bool:
     """`"cpu"` or `torch.device("cpu")`: a move to the host, which is not what these codemods look for."""
     if isinstance(device, cst.Call) and dotted(device.func) in ("torch.device", "device") and device.args:
         device = device.args[0].value

@@ -26,19 +26,29 @@ _PLACING = syntax.MOVES | {"cpu"}  # a move is where a tensor's device comes fro
 )
 def failing_line_reads_cpu_copy(code: Code) -> Iterator[str]:
     for scope in (*code.showing, *code.library):
-        if scope.failing is None:
-            continue
-        trail = _Trail(scope)
-        for name in sorted(_loaded_names(scope.failing)):
-            copied = trail.copy_behind(name, scope.failing.lineno, _DEPTH)
-            if copied is not None:
-                yield f"{scope.where(scope.failing)}: `{name}` holds a CPU copy made at line {copied}"
-                break
+        copies = cpu_copies_read(scope)
+        if scope.failing is not None and copies:
+            name, copied = next(iter(copies.items()))
+            yield f"{scope.where(scope.failing)}: `{name}` holds a CPU copy made at line {copied}"
 
 
 def holds_cpu_copy(scope: Scope, name: str) -> bool:
     """`name` holds, at the failing line, a tensor the code copied to the CPU: sent there on purpose."""
     return scope.failing is not None and _Trail(scope).copy_behind(name, scope.failing.lineno, _DEPTH) is not None
+
+
+def cpu_copies_read(scope: Scope) -> dict[str, int]:
+    """The names the failing statement reads that hold a CPU copy, by name, with the line each copy was
+    made on: what the statement's other tensors meet, and where a patch sends them."""
+    if scope.failing is None:
+        return {}
+    trail = _Trail(scope)
+    found = {}
+    for name in sorted(_loaded_names(scope.failing)):
+        copied = trail.copy_behind(name, scope.failing.lineno, _DEPTH)
+        if copied is not None:
+            found[name] = copied
+    return found
 
 
 def _loaded_names(statement: ast.stmt) -> set[str]:
