@@ -110,3 +110,38 @@ def test_original_fails_with_the_entry_error_and_patched_code_runs(case: Path, c
 def test_choose_device_leaves_a_file_that_does_not_import_torch_alone(source: str):
     result = run(registry.load("choose-device-at-run-time"), source, Target(lines=(source.count("\n"),)))
     assert result is None
+
+
+_TAGGER = """import torch
+
+
+class StreamingTagger:
+    def __init__(self, encoder: torch.nn.Module) -> None:
+        self.encoder = encoder
+        self.framer = torch.nn.Linear(160, 16)
+
+    def step(self, chunk: torch.Tensor) -> torch.Tensor:
+        chunk = chunk.to(self.encoder.weight.device)
+        frames = self.framer(chunk)  # fixer: error
+        return self.encoder(frames)
+
+
+# The meta device stands in for the GPU: its tensors carry shape and device only.
+tagger = StreamingTagger(torch.nn.Linear(16, 4).to("meta"))
+assert tagger.step(torch.randn(1, 160)).device.type == "meta"
+"""
+
+
+def test_move_model_moves_a_plain_objects_layer_where_it_is_built(tmp_path: Path):
+    """WhisperLiveKit#197's shape: the inputs' device (`self.encoder.weight.device`) can be named in
+    `__init__`, so the layer moves once, right after it is built, as the upstream fix did. The meta
+    device stands in here: FakeTensorMode cannot move a layer built under it."""
+    result = run(registry.load("move-model-to-device"), _TAGGER, _target(_TAGGER))
+    assert result is not None and result.safety == "safe"
+    built = "        self.framer = torch.nn.Linear(160, 16)\n"
+    assert result.code == _TAGGER.replace(built, f"{built}        self.framer.to(self.encoder.weight.device)\n")
+    (tmp_path / "before.py").write_text(_TAGGER)
+    (tmp_path / "after.py").write_text(result.code)
+    before, after = run_script(tmp_path / "before.py"), run_script(tmp_path / "after.py")
+    assert before.raised and "is not on the expected device meta" in before.output
+    assert after.returncode == 0, after.output[-2000:]
