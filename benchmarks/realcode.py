@@ -261,7 +261,8 @@ def report(outcomes: list[Outcome], verbose: bool, diffs: bool = False) -> None:
             marks = f"{'+' if o.text_first == o.expect else '-'}{'+' if o.code_first == o.expect else '-'}"
             patch = f" patch{'=' if o.same_place else ''}" if o.patches else ""
             patch += f" library-patch{'=' if o.same_place else ''}" if o.library_patches and not o.patches else ""
-            print(f"  {marks} {o.id}: expect {o.expect}; text {o.text_first}; code {o.code_first}{patch}")
+            took = f"{o.code_seconds / o.text_seconds:.1f}x"
+            print(f"  {marks} {o.id}: expect {o.expect}; text {o.text_first}; code {o.code_first}{patch}; {took}")
             for proposed in o.library_patches if diffs else ():
                 print(textwrap.indent(proposed["diff"], "      "), end="")
 
