@@ -175,12 +175,22 @@ def local_patches(result: Explanation, *, libraries: bool = False) -> list[Patch
     from fixer.patching.targets import locate
 
     codemod = result.read[0].card.fix_codemod
-    files = locate(result.traceback, libraries=libraries).files if codemod in registry.CODEMODS else {}
-    if not files:
+    if codemod is None or codemod not in registry.CODEMODS:
+        return []
+    files = locate(result.traceback, libraries=libraries).files
+    if not any(registry.may_change(codemod, _text(path)) for path in files):
         return []
     from fixer.patching.plan import propose
 
     return propose(files, result.read[0])
+
+
+def _text(path: Path) -> str:
+    """The file as far as it reads: `propose` reads it again, and says nothing of a file it cannot read."""
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def patchable_libraries(result: Explanation) -> list[Path]:
@@ -192,9 +202,10 @@ def patchable_libraries(result: Explanation) -> list[Path]:
     from fixer.patching import registry
     from fixer.patching.targets import libraries_beside
 
-    if result.read[0].card.fix_codemod not in registry.CODEMODS:
+    codemod = result.read[0].card.fix_codemod
+    if codemod is None or codemod not in registry.CODEMODS:
         return []
-    return libraries_beside(result.traceback)
+    return [path for path in libraries_beside(result.traceback) if registry.may_change(codemod, _text(path))]
 
 
 def _print_explanation(

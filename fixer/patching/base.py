@@ -20,6 +20,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ProviderT
 
 from fixer.explain.detectors.syntax import resolve_name
+from fixer.patching import registry
 
 Safety = Literal["safe", "unsafe"]
 
@@ -78,6 +79,8 @@ def run(codemod: type[Codemod], source: str, target: Target) -> Edit | None:
     """The rewrite and its verdict, or None when the codemod found nothing to change (or cannot parse).
 
     The reasons given are those behind the verdict: for an unsafe edit, what may change."""
+    if not registry.may_change(codemod.id, source):
+        return None
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:

@@ -16,7 +16,7 @@ import torch
 import yaml
 
 from fixer.kb.repro import run_script
-from fixer.patching import registry
+from fixer.patching import base, registry
 from fixer.patching.base import Target, run
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -145,3 +145,14 @@ def test_move_model_moves_a_plain_objects_layer_where_it_is_built(tmp_path: Path
     before, after = run_script(tmp_path / "before.py"), run_script(tmp_path / "after.py")
     assert before.raised and "is not on the expected device meta" in before.output
     assert after.returncode == 0, after.output[-2000:]
+
+
+def test_a_file_without_what_a_codemod_requires_is_passed_over_unparsed(monkeypatch: pytest.MonkeyPatch):
+    """pykeen's 1,400-line trainer holds no `load_state_dict`: LibCST took 3 s there to change nothing."""
+
+    def parse(_source: str) -> None:
+        raise AssertionError("parsed a file the codemod cannot change")
+
+    monkeypatch.setattr(base.cst, "parse_module", parse)
+    source = "for batch in loader:\n    loss(model(batch)).backward()\n    optimizer.step()\n"
+    assert run(registry.load("optimizer-state-to-param-device"), source, Target(lines=(3,))) is None
