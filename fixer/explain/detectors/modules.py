@@ -181,23 +181,88 @@ def _is_empty_list(value: ast.expr) -> bool:
 )
 def tensor_attribute_not_buffer(code: Code) -> Iterator[str]:
     for scope, cls in _classes(code):
-        registered = _registered_buffers(cls)
-        for method in (node for node in cls.body if isinstance(node, ast.FunctionDef)):
-            local: dict[str, ast.expr] = {}  # what each local name of the method was last bound to
-            for statement in syntax.all_statements(method):
-                value = syntax.value_of(statement)
-                if value is None or isinstance(statement, ast.AugAssign) or _is_parameter(value):
+        for target, statement, made in _plain_tensor_attributes(scope, cls):
+            where = scope.where(statement)
+            yield f"{where}: `self.{target}` holds a tensor made by torch.{made}(...) as a plain attribute"
+
+
+def _plain_tensor_attributes(scope: Scope, cls: ast.ClassDef) -> Iterator[tuple[str, ast.stmt, str]]:
+    """Each attribute the class sets to a tensor made by a torch factory, unplaced and unregistered: its
+    name, the statement, and the factory."""
+    registered = _registered_buffers(cls)
+    for method in (node for node in cls.body if isinstance(node, ast.FunctionDef)):
+        local: dict[str, ast.expr] = {}  # what each local name of the method was last bound to
+        for statement in syntax.all_statements(method):
+            value = syntax.value_of(statement)
+            if value is None or isinstance(statement, ast.AugAssign) or _is_parameter(value):
+                continue
+            for target in syntax.assigned_names(statement):
+                if "." not in target:
+                    local[target] = value
                     continue
-                for target in syntax.assigned_names(statement):
-                    if "." not in target:
-                        local[target] = value
-                        continue
-                    if not target.startswith("self.") or target.count(".") != 1 or target[5:] in registered:
-                        continue
-                    made = _made_by_factory(value, local, scope.names)
-                    if made and not syntax.placed(value):
-                        where = scope.where(statement)
-                        yield f"{where}: `{target}` holds a tensor made by torch.{made}(...) as a plain attribute"
+                if not target.startswith("self.") or target.count(".") != 1 or target[5:] in registered:
+                    continue
+                made = _made_by_factory(value, local, scope.names)
+                if made and not syntax.placed(value):
+                    yield target[5:], statement, made
+
+
+@detector(
+    "failing-attribute-registered",
+    reads="your files",
+    finds="the failing line computes with an attribute its module registers as a buffer or parameter, which "
+    ".to() moves with the module, and with no tensor the module keeps as a plain attribute",
+)
+def failing_attribute_registered(code: Code) -> Iterator[str]:
+    for scope, cls in _classes(code):
+        if scope.failing is None:
+            continue
+        read = _attributes_computed_with(scope.failing)
+        plain = {name for name, _, _ in _plain_tensor_attributes(scope, cls)}
+        registered = _registered(cls)
+        found = [name for name in read if name in registered]
+        if found and not read & plain:
+            name = found[0]
+            yield f"{scope.where(scope.failing)}: `self.{name}` is registered on the module at line {registered[name]}"
+
+
+def _attributes_computed_with(statement: ast.stmt) -> set[str]:
+    """`anchors` for `self.proj(x) + self.anchors`: the module's attributes a statement uses as values,
+    not the layers it calls (`self.proj(x)`) nor what it reads from them (`self.proj.weight`)."""
+    parents = {id(child): node for node in ast.walk(statement) for child in ast.iter_child_nodes(node)}
+    found = set()
+    for node in ast.walk(statement):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            continue
+        if isinstance(parent, ast.Attribute) and not _called(parent, parents):
+            continue  # `self.proj.weight`; but `self.scale.sigmoid()` computes with the attribute
+        found.add(node.attr)
+    return found
+
+
+def _called(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    parent = parents.get(id(node))
+    return isinstance(parent, ast.Call) and parent.func is node
+
+
+def _registered(cls: ast.ClassDef) -> dict[str, int]:
+    """The class's buffers and parameters, by name, with the line that registers each."""
+    found: dict[str, int] = {}
+    for call in syntax.calls(cls):
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        first = call.args[0] if call.args else None
+        if method in ("register_buffer", "register_parameter") and isinstance(first, ast.Constant):
+            found.setdefault(str(first.value), call.lineno)
+    for statement in syntax.all_statements(cls):
+        value = syntax.value_of(statement)
+        if value is not None and _is_parameter(value):
+            for target in syntax.assigned_names(statement):
+                if target.startswith("self.") and target.count(".") == 1:
+                    found.setdefault(target[5:], statement.lineno)
+    return found
 
 
 @detector(
