@@ -8,6 +8,8 @@ tensor of the mapping), reusing the user's own device expression from the model'
 `x.to(d)` statement whose result was thrown away becomes `x = x.to(d)` instead. A batch is moved whole:
 the names unpacked beside a moved one (`for features, target in loader`) move too when later code hands
 them to a call with the model's output (`l1_loss(pred, target)`), or the next line would fail instead.
+An entry taken from a batch by a literal key or position (`criterion(logits, batch["label"])`) moves
+where the call reads it (`batch["label"].to(d)`), and the batch itself stays as it was.
 
 An eval or predict function that receives the model (`def evaluate(model, loader)`) has no device in
 sight: the model's own device is used, `next(model.parameters()).device`, when the parameter is
@@ -181,8 +183,15 @@ class MoveInputsToModelDevice(PlannedCodemod):
         rebinds: list[tuple[cst.Expr, cst.Assign]] = []
         seen: set[str] = set()
         paired = list(self._paired(spot))  # names later code hands to a call with the model's output
+        taken: list[cst.Subscript] = []  # `batch["label"]`: moved where the call reads it, the batch kept
         for arg in call.args:
-            if any(arg.value is done for done in skip) or arg.star == "*" or not isinstance(arg.value, cst.Name):
+            if any(arg.value is done for done in skip) or arg.star == "*":
+                continue
+            if not arg.star and _taken_by_key(arg.value):
+                assert isinstance(arg.value, cst.Subscript)
+                taken.append(arg.value)
+                continue
+            if not isinstance(arg.value, cst.Name):
                 continue
             name = arg.value
             if name.value in seen:
@@ -217,10 +226,12 @@ class MoveInputsToModelDevice(PlannedCodemod):
                 seen.add(sibling.value)
                 moved_too = cst.Assign(targets=[cst.AssignTarget(target=sibling)], value=device.move(sibling))
                 moves.append(statement(moved_too))
-        if not moves and not rebinds:
+        if not moves and not rebinds and not taken:
             return False
         for expr, assign in rebinds:
             self.replace(expr, assign)
+        for value in taken:
+            self.replace(value, device.move(value))
         if moves:
             self.insert(("before", spot), *prelude, *moves)
         later = self._read_later(seen, spot, {id(node) for node in paired})
@@ -229,6 +240,14 @@ class MoveInputsToModelDevice(PlannedCodemod):
         else:
             self.judge("unsafe", f"code after the call reads `{later}`, which is now the copy on the model's device")
         return True
+
+
+def _taken_by_key(value: cst.BaseExpression) -> bool:
+    """`batch["label"]`, `batch[1]`, `data.y["mask"]`: one entry of a batch, by a literal key or position."""
+    if not isinstance(value, cst.Subscript) or len(value.slice) != 1 or dotted(value.value) is None:
+        return False
+    index = value.slice[0].slice
+    return isinstance(index, cst.Index) and isinstance(index.value, (cst.SimpleString, cst.Integer))
 
 
 def _same(binding: Event | None, unpacking: Event) -> bool:
