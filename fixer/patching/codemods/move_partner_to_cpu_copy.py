@@ -6,8 +6,8 @@ line (through the loops and lists the detector `failing-line-reads-cpu-copy` fol
 makes itself (`x.data.cpu().add_(-low)`). The partner reaches the operation through arithmetic, indexing,
 torch functions and tensor methods only: a value passed through a model or a function of the user's is
 left alone, since where it runs is not the copy's business. The patch sends the partner where the copy
-is, at its use: `s * norm` becomes `s * norm.to(s.device)`, and `copy.add_(-low)` becomes
-`copy.add_(-low.cpu())`.
+is, at its use: `s * norm` becomes `s * norm.to(s.device)`, `torch.cat([s, extra])` becomes
+`torch.cat([s, extra.to(s.device)])`, and `copy.add_(-low)` becomes `copy.add_(-low.cpu())`.
 
 Safe: `.to(s.device)` returns the partner itself when it is already where `s` is, so a path on which `s`
 is no copy (a CPU-only branch that skipped the `.cpu()`) computes as before, and on the path where the
@@ -80,6 +80,7 @@ class MovePartnerToCpuCopy(PlannedCodemod):
         if not held and not made:
             return False
         holding = {id(a) for copy in (*held, *made) for a in self._ancestors(copy)}
+        named = {id(n) for n in held}
         moved = []
         for name in read:
             if name.value in copies or not plainly_tensor(name, self.before(name)):
@@ -87,7 +88,6 @@ class MovePartnerToCpuCopy(PlannedCodemod):
             meeting = self._meeting(name, holding, {id(c) for c in made}, torch)
             if meeting is None:
                 continue
-            named = {id(n) for n in held}
             beside = next((n for n in walk(meeting) if isinstance(n, cst.Name) and id(n) in named), None)
             self.replace(name, _moved_beside(name, beside))
             moved.append(f"`{name.value}`")
@@ -122,8 +122,8 @@ class MovePartnerToCpuCopy(PlannedCodemod):
                 return None
             if isinstance(parent, cst.Attribute) and not self._method_or_view(parent):
                 return None  # `norm.shape[0]`: a size, not the tensor
-            if id(parent) in holding:
-                return parent if isinstance(parent, _MEETINGS) else None
+            if id(parent) in holding and isinstance(parent, _MEETINGS):
+                return parent  # a list that holds both (`[s, norm]`) leads on to the call that joins them
             if not isinstance(parent, (*_CARRIERS, cst.Call)):
                 return None
             node = parent
