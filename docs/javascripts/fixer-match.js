@@ -1256,7 +1256,10 @@ function answer(data, matches, question, reply, fromText = false) {
 }
 
 function settled(data, matches) {
-  return matches.length < 2 || matches[0].score - matches[1].score >= data.constants.MARGIN;
+  // A lone cause leads the one the KB does not hold, which scores BEYOND: a weak lone guess is no answer.
+  if (!matches.length) return true;
+  const runnerUp = matches.length > 1 ? matches[1].score : data.constants.BEYOND;
+  return matches[0].score - runnerUp >= data.constants.MARGIN;
 }
 
 /** The first cause, or null where none scores above a cause the KB does not hold. */

@@ -99,8 +99,9 @@ def answer(matches: Sequence[Match], given: Answer) -> list[Match]:
 
 
 def settled(matches: Sequence[Match]) -> bool:
-    """Whether one cause clearly leads; `matches` are best first, as `Matcher.rank` returns them."""
-    return len(matches) < 2 or matches[0].score - matches[1].score >= MARGIN
+    """Whether one cause clearly leads; `matches` are best first, as `Matcher.rank` returns them. A lone
+    cause leads the one the KB does not hold, which scores BEYOND: a weak lone guess is no answer."""
+    return not matches or _lead(matches) >= MARGIN
 
 
 def first(matches: Sequence[Match]) -> str | None:
@@ -207,7 +208,8 @@ def interview(
 
 
 def _lead(matches: Sequence[Match]) -> int:
-    return matches[0].score - matches[1].score if len(matches) > 1 else 100
+    """Points between the first cause and the next, or, for a lone cause, the one the KB does not hold."""
+    return matches[0].score - (matches[1].score if len(matches) > 1 else BEYOND)
 
 
 @dataclass(frozen=True)

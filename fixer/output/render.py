@@ -263,7 +263,8 @@ BEYOND_STEPS = (
 
 def uncertain_note(matches: list[Match], known: Certainty) -> Text:
     """Said plainly when the first place is a close call, with what would settle it."""
-    note = Text(f"Not certain: {matches[0].id} leads {matches[1].id} by {known.lead} points.", style="yellow")
+    runner_up = matches[1].id if len(matches) > 1 else "a cause the KB does not hold"
+    note = Text(f"Not certain: {matches[0].id} leads {runner_up} by {known.lead} points.", style="yellow")
     if known.question is not None:
         note.append(f" What would tell them apart: {known.question.ask}", style="yellow")
     elif known.probe is not None:

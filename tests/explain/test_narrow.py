@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from fixer.explain.narrow import Answer, answer, chance, first, information, int
 from fixer.kb.catalog import Catalog
 from fixer.kb.chances import CHANCES
 from fixer.kb.index import Question
+from fixer.output.render import uncertain_note
 
 RESUME = "optimizer-state-after-resume"
 BARE = re.compile(
@@ -86,6 +88,16 @@ def test_a_bare_message_is_open_and_a_named_argument_is_settled(matcher: Matcher
     assert not settled(ranked)
     assert settled(var) and var[0].id == RESUME
     assert var[0].score - var[1].score >= narrow.MARGIN > ranked[0].score - ranked[1].score
+
+
+def test_a_lone_cause_is_settled_only_when_it_clearly_beats_one_outside_the_kb(matcher: Matcher, catalog: Catalog):
+    var = matcher.explain(_example(catalog, "FoundationVision/VAR")).matches[:1]
+    assert settled(var) and var[0].score - narrow.BEYOND >= narrow.MARGIN
+    weak = [replace(var[0], score=narrow.BEYOND + narrow.MARGIN - 1)]
+    assert not settled(weak)
+    known = narrow.certainty(weak)
+    assert known is not None and not known.confident and known.lead == narrow.MARGIN - 1
+    assert "leads a cause the KB does not hold by 24 points" in uncertain_note(weak, known).plain
 
 
 def test_a_cause_behind_a_close_race_stays_within_reach_and_one_behind_a_clear_leader_does_not(
