@@ -124,9 +124,11 @@ def place(root: str, disk: Path, project: Path) -> tuple[Path, Path]:
     return placed, project if "site-packages" in root or "dist-packages" in root else placed
 
 
-def moved(text: str, root: str, placed: Path) -> str:
+def moved(text: str, root: str, placed: Path, wrapped_at: int | None = None) -> str:
     """The traceback with its frames' folder `root` replaced by `placed` (a relative one stays, since the
-    run starts beside it); a Windows path's separators become this system's, since the file now lies here."""
+    run starts beside it); a Windows path's separators become this system's, since the file now lies here.
+    A paste its reporter's console cut at `wrapped_at` columns is cut there again once the paths changed,
+    as that console would have printed them: a path cut where the old one was is no path at all."""
     if root in (".", ""):
         return text
     absolute = root.startswith("/") or bool(PureWindowsPath(root).drive)
@@ -135,7 +137,25 @@ def moved(text: str, root: str, placed: Path) -> str:
     def swap(found: re.Match[str]) -> str:
         return (str(placed) if absolute else root) + found.group(1).replace("\\", "/")
 
-    return re.sub(re.escape(root) + f"({path_tail})", swap, text)
+    if wrapped_at is None:
+        return re.sub(re.escape(root) + f"({path_tail})", swap, text)
+    whole = re.sub(re.escape(root) + f"({path_tail})", swap, _joined(text, wrapped_at))
+    return "\n".join(
+        line[i : i + wrapped_at] for line in whole.split("\n") for i in range(0, len(line) or 1, wrapped_at)
+    )
+
+
+def _joined(text: str, width: int) -> str:
+    """The lines a console cut at `width` columns, joined back: a line that long goes on in the next."""
+    joined: list[str] = []
+    cut = False
+    for line in text.split("\n"):
+        if cut:
+            joined[-1] += line
+        else:
+            joined.append(line)
+        cut = len(line) == width
+    return "\n".join(joined)
 
 
 def explain(text: str, cwd: Path, *options: str) -> tuple[dict[str, Any], float]:
@@ -189,7 +209,7 @@ def run_item(item: dict[str, Any], mirrors: Path | None, cache: Path) -> Outcome
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
         cwd.mkdir(parents=True, exist_ok=True)
-        laid = moved(item["traceback"], str(item["root"]), placed)
+        laid = moved(item["traceback"], str(item["root"]), placed, item.get("wrapped_at"))
         with_code, code_seconds = explain(laid, cwd)
         with_libraries, _ = explain(laid, cwd, "--libraries")
     fix = item["fix"]
