@@ -189,7 +189,7 @@ def tensor_attribute_not_buffer(code: Code) -> Iterator[str]:
 def _plain_tensor_attributes(scope: Scope, cls: ast.ClassDef) -> Iterator[tuple[str, ast.stmt, str]]:
     """Each attribute the class sets to a tensor made by a torch factory, unplaced and unregistered: its
     name, the statement, and the factory."""
-    registered = _registered_buffers(cls)
+    registered = _registered(cls)
     for method in (node for node in cls.body if isinstance(node, ast.FunctionDef)):
         local: dict[str, ast.expr] = {}  # what each local name of the method was last bound to
         for statement in syntax.all_statements(method):
@@ -311,16 +311,6 @@ def _made_by_factory(value: ast.expr, local: dict[str, ast.expr], names: dict[st
             if made is not None:
                 return made
     return None
-
-
-def _registered_buffers(cls: ast.ClassDef) -> set[str]:
-    names = set()
-    for call in syntax.calls(cls):
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "register_buffer" and call.args:
-            first = call.args[0]
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                names.add(first.value)
-    return names
 
 
 def _is_parameter(value: ast.expr) -> bool:
