@@ -217,13 +217,27 @@ def failing_attribute_registered(code: Code) -> Iterator[str]:
     for scope, cls in _classes(code):
         if scope.failing is None:
             continue
-        read = _attributes_computed_with(scope.failing)
+        read = _attributes_reaching(scope, scope.failing)
         plain = {name for name, _, _ in _plain_tensor_attributes(scope, cls)}
         registered = _registered(cls)
         found = [name for name in read if name in registered]
         if found and not read & plain:
             name = found[0]
             yield f"{scope.where(scope.failing)}: `self.{name}` is registered on the module at line {registered[name]}"
+
+
+def _attributes_reaching(scope: Scope, statement: ast.stmt, depth: int = 3) -> set[str]:
+    """The attributes a statement computes with, directly or through the local names it reads, each
+    followed to its last binding before the failing line (`exp = self.faces.flatten()`, then `x == exp`):
+    a value does not change device by being named. A binding that may not have run ends the trail."""
+    found = _attributes_computed_with(statement)
+    if depth == 0:
+        return found
+    for name in {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}:
+        bindings = [s for s in scope.before if s is not statement and name in syntax.assigned_names(s)]
+        if bindings and id(bindings[-1]) not in scope.conditional:
+            found |= _attributes_reaching(scope, bindings[-1], depth - 1)
+    return found
 
 
 def _attributes_computed_with(statement: ast.stmt) -> set[str]:
