@@ -27,8 +27,9 @@ DEVICE = rf"(?:{KNOWN_DEVICE}|[a-z][a-z0-9_]*:\d+)"
 _SHAPES: tuple[str, ...] = (
     rf"but got (?P<arg>\w+) is on (?P<off>{DEVICE}), different from other tensors on (?P<com>{DEVICE})"
     r"(?: \(when checking argument in method (?P<op>\w+)\))?",
+    # A paste cut just before the clause's closing parenthesis still names its argument and op.
     rf"found at least two devices\s*,?\s*(?P<com>{DEVICE}) and (?P<off>{DEVICE})!?"
-    r"(?:\s*\(when checking (?:arugment|argument) for argument (?P<arg>\w+) in method (?P<op>\w+)\))?",
+    r"(?:\s*\(when checking (?:arugment|argument) for argument (?P<arg>\w+) in method (?P<op>\w+)(?:\)|$))?",
     r"Device Propagation for (?P<op>aten\.\w+)(?:\.\w+)?, found two different devices "
     rf"(?P<com>{DEVICE}), (?P<off>{DEVICE})",
     rf"found input tensor at (?P<com>{DEVICE}) and (?P<arg>hidden|parameter) tensor at (?P<off>{DEVICE})",

@@ -36,6 +36,15 @@ def facts(line: str):
             "state_steps",
             "fused_adamw_",
         ),
+        # Cut before the clause's closing parenthesis, https://github.com/HumanCompatibleAI/imitation/issues/820
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:0 and cpu! (when checking argument for argument index in method wrapper_CUDA_gather",
+            ("cuda:0", "cpu"),
+            "cpu",
+            "index",
+            "gather",
+        ),
         # W-2.8 flips the order: the offending device comes first.
         # https://github.com/pytorch/pytorch/pull/150750
         (

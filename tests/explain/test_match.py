@@ -102,6 +102,59 @@ def test_an_old_wording_lets_the_code_on_disk_decide_as_the_new_one_does(tmp_pat
     assert explained.matches[0].id == "tensor-created-without-device"
 
 
+def test_a_registered_buffer_reaching_the_failing_line_points_at_the_module(tmp_path, matcher):
+    """selfcontact#5's shape: the buffer reaches the comparison through a local, and the module holding it
+    was never moved."""
+    module = tmp_path / "contact.py"
+    module.write_text(
+        "import torch\n\n\nclass Contact(torch.nn.Module):\n"
+        "    def __init__(self, faces):\n        super().__init__()\n        self.register_buffer('faces', faces)\n\n"
+        "    def touching(self, picked):\n        tall = self.faces.flatten().unsqueeze(-1)\n"
+        "        return (picked == tall).any(1)\n"
+    )
+    frame = f'  File "{module}", line 11, in touching\n    return (picked == tall).any(1)\n'
+    pasted = (
+        f"Traceback (most recent call last):\n{frame}RuntimeError: Expected all tensors to be on the same device, "
+        "but found at least two devices, cuda:0 and cpu!\n"
+    )
+    assert matcher.explain(pasted).matches[0].id == "model-not-moved"
+
+
+def test_inputs_placed_by_an_app_extension_point_at_the_apps_offloading(tmp_path, matcher):
+    """The embedding editor's shape (a web UI extension, cut inside the embedding call): the extension
+    placed the token ids itself, so the stray tensor is the model's, which the web UI places."""
+    script = tmp_path / "stable-diffusion-webui" / "extensions" / "editor" / "scripts" / "editor.py"
+    script.parent.mkdir(parents=True)
+    script.write_text(
+        "import torch\nfrom modules import devices, shared\n\n\ndef spread():\n"
+        "    layer = shared.sd_model.cond_stage_model.embeddings\n"
+        "    return layer.token_embedding(torch.LongTensor([0]).to(devices.device))\n"
+    )
+    pasted = (
+        "Traceback (most recent call last):\n"
+        f'  File "{script}", line 7, in spread\n'
+        "    return layer.token_embedding(torch.LongTensor([0]).to(devices.device))\n"
+        '  File "/venv/lib/site-packages/torch/nn/modules/module.py", line 1130, in _call_impl\n'
+        "    return forward_call(*input, **kwargs)\n"
+    )
+    assert matcher.explain(pasted).matches[0].id == "app-offload-leaves-weights-behind"
+
+
+def test_a_gather_inside_categorical_log_prob_is_the_callers_data(matcher):
+    """imitation#843's shape (behaviour cloning on cuda:0, actions left on the CPU): the gather's index is
+    the value whose log-probability is asked for, data the caller passes, not an index code builds."""
+    pasted = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/stable_baselines3/common/distributions.py", line 292, '
+        "in log_prob\n    return self.distribution.log_prob(actions)\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/distributions/categorical.py", line 142, in log_prob\n'
+        "    return log_pmf.gather(-1, value).squeeze(-1)\n"
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+        "cpu! (when checking argument for argument index in method wrapper_CUDA_gather)\n"
+    )
+    assert [m.id for m in matcher.explain(pasted).matches[:2]] == ["inputs-not-moved", "index-on-other-device"]
+
+
 # https://github.com/MahmoudAshraf97/whisper-diarization/pull/284 (a census tune thread): an MPS message no
 # signature, case or count reads
 UNREAD = (
