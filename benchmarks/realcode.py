@@ -8,7 +8,8 @@ rewriting the traceback's folder to the new place (the only change to the text),
 which fixer reads for answers to its questions; an installed package's code is no project); and once
 more on the thread's text alone, from an empty folder. It reports:
 
-  top-1, text only and with the code;
+  top-1, text only and with the code (for a cause no entry holds, right when fixer says it is not in
+  the KB);
   threads where the code made the answer worse;
   patches proposed, on the threads whose upstream fix changed a file the traceback shows: to the
   user's own files (what `fixer explain` proposes), and with `--libraries` (the installed libraries'
@@ -255,11 +256,17 @@ def _first(document: dict[str, Any]) -> str | None:
     return matches[0]["id"] if matches else None
 
 
+def _right(first: str | None, expect: str) -> bool:
+    """A cause no entry holds (`new:`) is answered right by saying so: no candidate, or "probably not in
+    the KB"; naming an entry there is a wrong answer like any other."""
+    return first is None if expect.startswith("new:") else first == expect
+
+
 def report(outcomes: list[Outcome], verbose: bool, diffs: bool = False) -> None:
     n = len(outcomes)
-    text_right = sum(o.text_first == o.expect for o in outcomes)
-    code_right = sum(o.code_first == o.expect for o in outcomes)
-    worse = [o.id for o in outcomes if o.text_first == o.expect and o.code_first != o.expect]
+    text_right = sum(_right(o.text_first, o.expect) for o in outcomes)
+    code_right = sum(_right(o.code_first, o.expect) for o in outcomes)
+    worse = [o.id for o in outcomes if _right(o.text_first, o.expect) and not _right(o.code_first, o.expect)]
     shown = [o for o in outcomes if o.fix_in_shown_file]
     proposed = [o for o in shown if o.patches]
     anywhere = [o for o in shown if o.library_patches]
@@ -278,7 +285,7 @@ def report(outcomes: list[Outcome], verbose: bool, diffs: bool = False) -> None:
     print(f"time with the code / text     median {statistics.median(ratios):.2f}x, max {max(ratios):.2f}x")
     if verbose:
         for o in outcomes:
-            marks = f"{'+' if o.text_first == o.expect else '-'}{'+' if o.code_first == o.expect else '-'}"
+            marks = f"{'+' if _right(o.text_first, o.expect) else '-'}{'+' if _right(o.code_first, o.expect) else '-'}"
             patch = f" patch{'=' if o.same_place else ''}" if o.patches else ""
             patch += f" library-patch{'=' if o.same_place else ''}" if o.library_patches and not o.patches else ""
             took = f"{o.code_seconds / o.text_seconds:.1f}x"
