@@ -136,7 +136,8 @@ def test_dtype_only_mismatch_is_called_out_as_not_a_device_error():
 
 
 def test_a_paste_cut_before_its_message_asks_for_the_last_line():
-    """Frames copied from a console without the final line (BERT-NER's torch.load of a GPU checkpoint)."""
+    """Frames copied from a console without the final line (BERT-NER's torch.load of a GPU checkpoint): the
+    frames stop inside torch.load, which ranks its commonest failure, not as certain, and asks for the line."""
     stdin = (
         "Traceback (most recent call last):\n"
         '  File "bert.py", line 48, in load_model\n'
@@ -144,9 +145,20 @@ def test_a_paste_cut_before_its_message_asks_for_the_last_line():
         '  File "/env/lib/site-packages/torch/serialization.py", line 387, in load\n'
         "    return _load(f, map_location, pickle_module, **pickle_load_args)\n"
     )
+    result = fixer("explain", "--color", "never", "--no-input", "-", stdin=stdin)
+    assert result.returncode == OK
+    assert b"The paste ends before the error message" in result.stdout and b"last line" in result.stdout
+    document = json.loads(fixer("explain", "--json", "-", stdin=stdin).stdout)
+    assert document["matches"][0]["id"] == "torch-load-without-map-location" and not document["confident"]
+
+
+def test_a_paste_cut_before_its_message_in_frames_that_say_nothing_matches_nothing():
+    stdin = (
+        'Traceback (most recent call last):\n  File "report.py", line 12, in <module>\n    summary = summarise(rows)\n'
+    )
     result = fixer("explain", "--color", "never", "-", stdin=stdin)
     assert result.returncode == NO_MATCH
-    assert b"the paste ends before the error message" in result.stdout and b"last line" in result.stdout
+    assert b"The paste ends before the error message" in result.stdout and b"match no KB entry" in result.stdout
 
 
 def test_a_pytorch_message_the_kb_lacks_says_where_pytorch_raises_it():

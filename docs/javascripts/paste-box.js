@@ -87,6 +87,15 @@ function render(results, data, state) {
     const heading = element("p", "Read as: ", "fixer-paste__read");
     heading.append(element("code", said));
     parts.push(heading);
+  } else {
+    parts.push(
+      element(
+        "p",
+        "The paste ends before the error message (the traceback's last line, RuntimeError: ...), which tells " +
+          "the causes apart: paste through to it.",
+        "fixer-paste__note",
+      ),
+    );
   }
   const asked = answered.filter((a) => !a.fromText);
   const replied = asked.some((a) => a.reply !== null);

@@ -234,10 +234,7 @@ def _print_explanation(
         if result.evidence is not None and result.evidence.dtype_only:
             reason = "the two sides differ only in dtype, not device: this is not a device-placement error"
         elif not result.traceback.message.strip():
-            reason = (
-                "the paste ends before the error message, and the frames alone match no KB entry; the message "
-                "is the traceback's last line (RuntimeError: ...): paste through to it"
-            )
+            reason = "the frames alone match no KB entry"
         else:
             reason = "no KB entry matches this error"
         out.print(f"fixer: {reason}.")

@@ -112,12 +112,21 @@ def _where(tb: Traceback) -> RenderableType | None:
     return Group(_indent(place, by=0), CodeLines(Text(f"     {frame.code}")))
 
 
+MESSAGE_MISSING = (
+    "The paste ends before the error message (the traceback's last line, RuntimeError: ...), which tells the "
+    "causes apart: paste through to it."
+)
+
+
 def error_header(tb: Traceback) -> Group:
     lines = tb.message.strip().splitlines() or [""]
     shown = "\n".join(lines[:6]) + ("\n…" if len(lines) > 6 else "")
     head = Text()
-    head.append(f"{tb.exception or 'Error'}: ", style="bold red")
-    head.append(shown)
+    if tb.exception or shown:
+        head.append(f"{tb.exception or 'Error'}: ", style="bold red")
+        head.append(shown)
+    else:
+        head.append(MESSAGE_MISSING, style="bold red")
     parts: list[RenderableType] = [_indent(head, by=0)]
     if tb.rank is not None:
         parts.append(Text(f"  on rank {tb.rank} (ranks with errors: {', '.join(map(str, tb.ranks))})", "dim"))
