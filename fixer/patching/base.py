@@ -12,8 +12,9 @@ whole patch unsafe, so `--apply --yes` never writes more than was shown to be ha
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar, Literal
 
 import libcst as cst
@@ -86,7 +87,9 @@ def run(codemod: type[Codemod], source: str, target: Target) -> Edit | None:
     except cst.ParserSyntaxError:
         return None
     transformer = codemod(target)
-    changed = MetadataWrapper(module).visit(transformer).code
+    # The tree was parsed here for this one visit: the wrapper's defensive deep copy is a tenth of a second
+    # per file for nothing.
+    changed = MetadataWrapper(module, unsafe_skip_copy=True).visit(transformer).code
     if changed == source:
         return None
     verdicts = transformer.verdicts or [_UNJUDGED]
@@ -158,11 +161,52 @@ def chain_to(value: cst.BaseExpression, move: cst.Call) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=value, attr=move.func.attr), args=move.args)
 
 
+@lru_cache(maxsize=1 << 16)
+def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """`node.children`, once per node: LibCST computes it by a visit each time it is read, and the
+    codemods' walks read it over and over (nodes are immutable and hashed by identity)."""
+    return node.children
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under `node`, itself first, in source order."""
     yield node
-    for child in node.children:
+    for child in children(node):
         yield from walk(child)
+
+
+def functions_with_class(module: cst.Module) -> dict[cst.FunctionDef, cst.ClassDef | None]:
+    """Every function of the file, in source order, with the class it is a method of (None for a plain or
+    nested function). Read from the statements alone: a visit of every expression would cost as much as
+    the codemod's own."""
+    found: dict[cst.FunctionDef, cst.ClassDef | None] = {}
+
+    def index(statements: Iterable[cst.CSTNode], cls: cst.ClassDef | None) -> None:
+        for statement in statements:
+            if isinstance(statement, cst.FunctionDef):
+                found[statement] = cls
+                index(_inner_statements(statement), None)
+            elif isinstance(statement, cst.ClassDef):
+                index(_inner_statements(statement), statement)
+            else:
+                index(_inner_statements(statement), cls)
+
+    index(module.body, None)
+    return found
+
+
+def _inner_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The statements directly inside a compound statement's blocks (`else`, `elif`, `except`, `finally`
+    and `case` included), in source order; none inside a simple one."""
+    for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+        part = getattr(node, name, None)
+        for piece in part if isinstance(part, Sequence) else (part,):
+            if isinstance(piece, cst.IndentedBlock):
+                yield from piece.body
+            elif isinstance(piece, cst.If):  # an `elif`
+                yield piece
+            elif isinstance(piece, cst.Else | cst.Finally | cst.ExceptHandler | cst.ExceptStarHandler | cst.MatchCase):
+                yield from _inner_statements(piece)
 
 
 def module_classes(module: cst.Module) -> list[cst.ClassDef]:

@@ -59,13 +59,13 @@ def _lines(text: str) -> list[str]:
 
 
 def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
-    """The patches the match's codemod makes to the traceback's files (`targets.locate`): none when it
-    has none to make."""
+    """The patch the match's codemod makes to the traceback's files (`targets.locate`), to the innermost
+    file it changes: one error has one fix, and the file nearest it is where that fix is looked for first.
+    None when it has none to make."""
     codemod_id = match.card.fix_codemod
     if codemod_id is None or codemod_id not in registry.CODEMODS:
         return []
     codemod = registry.load(codemod_id)
-    patches = []
     for number, (path, lines) in enumerate(files.items()):  # innermost file first
         if number and codemod.innermost_only:
             break
@@ -76,8 +76,8 @@ def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
         edit = run(codemod, before, Target(lines=lines, innermost=number == 0))
         if edit is not None:
             patch = Patch(path, before, edit.code, codemod.id, codemod.summary, edit.safety, match.id, edit.why)
-            patches.append(_with_needs(patch))
-    return patches
+            return [_with_needs(patch)]
+    return []
 
 
 def _with_needs(patch: Patch) -> Patch:

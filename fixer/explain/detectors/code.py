@@ -151,12 +151,17 @@ class Scope:
         runs it on the way round."""
         if statement.lineno <= self.line:
             return True
-        return any(
-            isinstance(loop, ast.For | ast.While | ast.AsyncFor)
-            and loop.lineno <= self.line <= (loop.end_lineno or loop.lineno)
-            and loop.lineno <= statement.lineno <= (loop.end_lineno or loop.lineno)
+        return any(start <= statement.lineno <= end for start, end in self._loops_around)
+
+    @cached_property
+    def _loops_around(self) -> tuple[tuple[int, int], ...]:
+        """The lines each loop holding the failing line spans."""
+        return tuple(
+            (loop.lineno, loop.end_lineno or loop.lineno)
             for root in self.around
             for loop in ast.walk(root)
+            if isinstance(loop, ast.For | ast.While | ast.AsyncFor)
+            and loop.lineno <= self.line <= (loop.end_lineno or loop.lineno)
         )
 
     @cached_property

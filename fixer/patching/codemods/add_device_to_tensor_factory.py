@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import Codemod, Target, dotted, resolved, torch_names
+from fixer.patching.base import Codemod, Target, children, dotted, functions_with_class, resolved, torch_names
 
 FACTORIES = frozenset(
     {
@@ -92,8 +92,7 @@ class AddDeviceToTensorFactory(Codemod):
     def visit_Module(self, node: cst.Module) -> bool:
         self._module = node
         self._names = torch_names(node)  # `th.zeros(...)` after `import torch as th` is a factory too
-        self._functions: dict[cst.FunctionDef, cst.ClassDef | None] = {}
-        self._index(node, None)
+        self._functions = functions_with_class(node)
         self._module_names = {n for unit in self._units(node.body) for n in unit.assigns}  # what a function may read
         innermost = self.target.lines[-1:]
         for line in reversed(self.target.lines):  # innermost first; stop at the first frame that yields a fix
@@ -107,16 +106,6 @@ class AddDeviceToTensorFactory(Codemod):
             if self._fixes:
                 break
         return True
-
-    def _index(self, node: cst.CSTNode, cls: cst.ClassDef | None) -> None:
-        for child in node.children:
-            if isinstance(child, cst.FunctionDef):
-                self._functions[child] = cls
-                self._index(child, None)
-            elif isinstance(child, cst.ClassDef):
-                self._index(child, child)
-            else:
-                self._index(child, cls)
 
     def _span(self, node: cst.CSTNode) -> tuple[int, int]:
         pos = self.get_metadata(PositionProvider, node)
@@ -454,7 +443,7 @@ def _walk(node: cst.CSTNode, *, flow: bool = False) -> Iterator[cst.CSTNode]:
     yield node
     if flow and _opaque(node):
         return
-    for child in node.children:
+    for child in children(node):
         if not isinstance(child, _SCOPE_NODES):
             yield from _walk(child, flow=flow)
 
@@ -503,7 +492,7 @@ def _reads(node: cst.CSTNode, *, flow: bool = False) -> set[str]:
             return
         if isinstance(n, _SCOPE_NODES):
             return
-        for child in n.children:
+        for child in children(n):
             visit(child)
 
     visit(node)

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import Codemod, Target, dotted, imported_layers, module_classes, walk
+from fixer.patching.base import Codemod, Target, children, dotted, imported_layers, module_classes, walk
 
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda)
 
@@ -206,7 +206,7 @@ def _names_read(node: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
     if isinstance(node, cst.Arg):
         yield from _names_read(node.value)
         return
-    for child in node.children:
+    for child in children(node):
         yield from _names_read(child)
 
 
@@ -233,7 +233,7 @@ def _calls_outside_loops(node: cst.CSTNode) -> Iterator[cst.Call]:
         return
     if isinstance(node, cst.Call):
         yield node
-    for child in node.children:
+    for child in children(node):
         yield from _calls_outside_loops(child)
 
 

@@ -29,7 +29,7 @@ from typing import TypeGuard
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from fixer.patching.base import Codemod, Target, dotted, module_classes
+from fixer.patching.base import Codemod, Target, children, dotted, module_classes
 
 # Torch functions that return a tensor; the attribute is built by one of them (maybe inside arithmetic).
 TENSOR_FUNCTIONS = frozenset(
@@ -200,7 +200,7 @@ def _statements(cls: cst.ClassDef) -> Iterator[cst.CSTNode]:
 
 def _walk(node: cst.CSTNode, *, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
     yield node
-    for child in node.children:
+    for child in children(node):
         if into_scopes or not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             yield from _walk(child, into_scopes=into_scopes)
 

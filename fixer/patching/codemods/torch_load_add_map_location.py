@@ -27,7 +27,7 @@ import re
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from fixer.patching.base import Codemod, Target, dotted, method_call, walk
+from fixer.patching.base import Codemod, Target, children, dotted, method_call, walk
 
 _DEVICE_NAME = re.compile(r"^(?:dev|device|\w+_device|device_\w+)$")
 _MAP_LOCATION_POSITION = 1  # torch.load(f, map_location=None, pickle_module=None, *, ...)
@@ -122,7 +122,7 @@ class TorchLoadAddMapLocation(Codemod):
 
     def _only_restored(self, load: cst.Call) -> bool:
         """The load's result reaches nothing but `.load_state_dict(...)` arguments (whole or indexed)."""
-        parents = {id(child): parent for parent in walk(self._module) for child in parent.children}
+        parents = {id(child): parent for parent in walk(self._module) for child in children(parent)}
         node: cst.CSTNode = load
         while (parent := parents.get(id(node))) is not None and isinstance(parent, cst.Arg | cst.Call):
             if isinstance(parent, cst.Call) and method_call(parent, "load_state_dict") is parent:
