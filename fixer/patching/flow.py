@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
 from fixer.patching.base import Codemod, Target, dotted, module_constructor
+
+_Holder = TypeVar("_Holder", cst.FunctionDef, cst.ClassDef)
 
 _DTYPES = frozenset(
     {
@@ -525,17 +527,20 @@ class PlannedCodemod(Codemod):
     def before(self, node: cst.CSTNode) -> Before:
         return Before(node, self.parents, self)
 
-    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """The nodes that hold `node`, innermost first."""
         while (parent := self.parents.get(id(node))) is not None:
-            if isinstance(parent, cst.FunctionDef):
-                return parent
+            yield parent
             node = parent
-        return None
+
+    def enclosing(self, node: cst.CSTNode, kind: type[_Holder]) -> _Holder | None:
+        """The innermost function or class (`kind`) that holds `node`."""
+        return next((a for a in self.ancestors(node) if isinstance(a, kind)), None)
 
     def received(self, node: cst.CSTNode, before: Before, name: str) -> cst.Param | None:
         """The parameter `name` of the function holding `node`, when nothing rebinds it before `node`:
         an object the caller made, whose making this function cannot see."""
-        function = self.enclosing_function(node)
+        function = self.enclosing(node, cst.FunctionDef)
         if function is None or "." in name:
             return None
         params = function.params

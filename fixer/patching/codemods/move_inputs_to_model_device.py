@@ -78,7 +78,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
         asked = self._received_model(call, before, owner)
         if asked is None:
             return False
-        function = self.enclosing_function(call)
+        function = self.enclosing(call, cst.FunctionDef)
         assert function is not None  # a received model is a parameter of one
         used = {node.value for node in walk(function) if isinstance(node, cst.Name)}
         name = next(n for n in ("device", f"{owner}_device", f"_{owner}_device") if n not in used)
@@ -89,7 +89,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
     def _received_model(self, call: cst.Call, before: Before, owner: str) -> cst.BaseExpression | None:
         """`next(model.parameters()).device` for a module the enclosing function receives and never rebinds."""
         param = self.received(call, before, owner)
-        function = self.enclosing_function(call)
+        function = self.enclosing(call, cst.FunctionDef)
         if param is None or function is None:
             return None
         if not (_annotated_module(param) or _used_as_module(function, owner) or _MODULE_NAME.search(owner)):
@@ -106,7 +106,7 @@ class MoveInputsToModelDevice(PlannedCodemod):
 
     def _following(self, statement: cst.BaseStatement) -> Iterator[cst.CSTNode]:
         """The nodes of the failing statement's function (or module) that come after it, in source order."""
-        scope: cst.CSTNode = self.enclosing_function(statement) or self._module_of(statement)
+        scope: cst.CSTNode = self.enclosing(statement, cst.FunctionDef) or self._module_of(statement)
         end = self.get_metadata(PositionProvider, statement).end.line
         return (node for node in walk(scope) if self.line_of(node) > end)
 

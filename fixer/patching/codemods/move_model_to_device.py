@@ -73,7 +73,7 @@ class MoveModelToDevice(PlannedCodemod):
         it), whose `__init__` built `self.featurizer` and which never moves it: the move goes right after
         it is built when the inputs' device can be named there (`self.encoder.weight.device`), else just
         before the failing statement."""
-        owner = self._class_holding(call)
+        owner = self.enclosing(call, cst.ClassDef)
         if owner is None or any(dotted(base.value) != "object" for base in owner.bases):
             return False
         assigned = [
@@ -88,7 +88,7 @@ class MoveModelToDevice(PlannedCodemod):
         if len(assigned) != 1 or moves or not isinstance(assigned[0], cst.Assign):
             return False
         built = assigned[0]
-        init = self.enclosing_function(built)
+        init = self.enclosing(built, cst.FunctionDef)
         device = _device_of_inputs(call, before)
         if init is None or init.name.value != "__init__" or not _builds_model(built.value) or device is None:
             return False
@@ -102,13 +102,6 @@ class MoveModelToDevice(PlannedCodemod):
         self.insert(spot, statement(cst.Expr(device.move(cst.parse_expression(attribute)))))
         self.judge("safe", f"Module.to moves {attribute}'s weights in place to where its inputs are; same function")
         return True
-
-    def _class_holding(self, node: cst.CSTNode) -> cst.ClassDef | None:
-        while (parent := self.parents.get(id(node))) is not None:
-            if isinstance(parent, cst.ClassDef):
-                return parent
-            node = parent
-        return None
 
 
 def _targets(node: cst.Assign | cst.AnnAssign | cst.AugAssign) -> list[cst.BaseExpression]:

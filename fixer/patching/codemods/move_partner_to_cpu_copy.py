@@ -79,7 +79,7 @@ class MovePartnerToCpuCopy(PlannedCodemod):
         made = [n for n in walk(statement) if isinstance(n, cst.Call) and _copies_to_host(n)]
         if not held and not made:
             return False
-        holding = {id(a) for copy in (*held, *made) for a in self._ancestors(copy)}
+        holding = {id(a) for copy in (*held, *made) for a in self.ancestors(copy)}
         named = {id(n) for n in held}
         moved = []
         for name in read:
@@ -103,13 +103,6 @@ class MovePartnerToCpuCopy(PlannedCodemod):
     def _method_or_view(self, attribute: cst.Attribute) -> bool:
         call = self.parents.get(id(attribute))
         return attribute.attr.value in _VIEWS or (isinstance(call, cst.Call) and call.func is attribute)
-
-    def _ancestors(self, node: cst.CSTNode) -> list[cst.CSTNode]:
-        found = []
-        while (parent := self.parents.get(id(node))) is not None:
-            found.append(parent)
-            node = parent
-        return found
 
     def _meeting(
         self, partner: cst.Name, holding: set[int], made: set[int], torch: dict[str, str]
