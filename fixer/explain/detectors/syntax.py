@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Collection, Iterator
+from functools import lru_cache
 
 # Factories that put a new tensor on the default device (the CPU) unless told otherwise: PyTorch's
 # creation ops, its spectral windows and its random samplers; `*_like` ones follow their argument, so
@@ -227,8 +228,11 @@ def moved_where_made(call: ast.Call, statement: ast.stmt) -> bool:
     )
 
 
-def calls(node: ast.AST) -> Iterator[ast.Call]:
-    return (sub for sub in ast.walk(node) if isinstance(sub, ast.Call))
+@lru_cache(maxsize=1 << 14)
+def calls(node: ast.AST) -> tuple[ast.Call, ...]:
+    """Every call under `node`, once per node: the detectors ask it of the same statements and classes
+    many times (trees are never changed, and nodes hash by identity)."""
+    return tuple(sub for sub in ast.walk(node) if isinstance(sub, ast.Call))
 
 
 def assigned_names(statement: ast.stmt) -> list[str]:
@@ -263,10 +267,12 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
             yield from statements(child)
 
 
-def all_statements(node: ast.AST) -> list[ast.stmt]:
-    """Every statement under `node`, methods of a class included, in source order."""
+@lru_cache(maxsize=1 << 12)
+def all_statements(node: ast.AST) -> tuple[ast.stmt, ...]:
+    """Every statement under `node`, methods of a class included, in source order (once per node, as
+    `calls`)."""
     found = [sub for sub in ast.walk(node) if isinstance(sub, ast.stmt) and sub is not node]
-    return sorted(found, key=lambda s: (s.lineno, s.col_offset))
+    return tuple(sorted(found, key=lambda s: (s.lineno, s.col_offset)))
 
 
 def parse_line(code: str) -> ast.AST | None:
