@@ -15,6 +15,7 @@ more on the thread's text alone, from an empty folder. It reports:
   user's own files (what `fixer explain` proposes), and with `--libraries` (the installed libraries'
   files too, which the upstream fix of a library changed);
   patches at the upstream fix's place: they change a line the fix changes (a first, automatic check);
+  patches that apply (`git apply`, from the folder fixer ran in) and leave a file that compiles;
   patches equal in effect to the upstream fix, by a labelled comparison: each item's `reviewed` records
   the lines a patch fixer proposed adds, read against the upstream fix and labelled equal or differs
   with why; a patch whose added lines no record holds counts as not reviewed, to be read and labelled;
@@ -63,6 +64,7 @@ class Outcome:
     text_seconds: float
     code_seconds: float
     fix_in_shown_file: bool
+    sound: int = 0  # patches (with --libraries) that `git apply` takes and whose result compiles
 
 
 def git_dir(repo: str, mirrors: Path | None, cache: Path) -> Path:
@@ -213,6 +215,7 @@ def run_item(item: dict[str, Any], mirrors: Path | None, cache: Path) -> Outcome
         laid = moved(item["traceback"], str(item["root"]), placed, item.get("wrapped_at"))
         with_code, code_seconds = explain(laid, cwd)
         with_libraries, _ = explain(laid, cwd, "--libraries")
+        sound = sum(applies_and_compiles(p["diff"], cwd) for p in with_libraries.get("patches", []))
     fix = item["fix"]
     patches = with_code.get("patches", [])
     library_patches = with_libraries.get("patches", [])
@@ -229,7 +232,23 @@ def run_item(item: dict[str, Any], mirrors: Path | None, cache: Path) -> Outcome
         text_seconds=text_seconds,
         code_seconds=code_seconds,
         fix_in_shown_file=fix["kind"] == "code" and bool(fix.get("in_shown_file")),
+        sound=sound,
     )
+
+
+def applies_and_compiles(diff: str, cwd: Path) -> bool:
+    """Apply a patch as its user would (`git apply`, from the folder fixer ran in; a path outside it is
+    written from the root) and compile the file it changes."""
+    name = next(line[len("+++ b/") :] for line in diff.splitlines() if line.startswith("+++ b/"))
+    base = cwd if (cwd / name).exists() else Path("/")
+    applied = subprocess.run(["git", "apply", "-"], input=diff, text=True, cwd=base, capture_output=True, check=False)
+    if applied.returncode != 0:
+        return False
+    try:
+        compile((base / name).read_bytes(), name, "exec")
+    except SyntaxError:
+        return False
+    return True
 
 
 def added_lines(diff: str) -> set[str]:
@@ -277,6 +296,8 @@ def report(outcomes: list[Outcome], verbose: bool, diffs: bool = False) -> None:
     print(f"patches proposed              {len(proposed)}/{len(shown)} threads fixed upstream in a shown file")
     print(f"  with --libraries            {len(anywhere)}/{len(shown)}")
     print(f"  at the upstream fix's place {sum(o.same_place for o in anywhere)}/{len(anywhere)}")
+    proposed_anywhere = sum(len(o.library_patches) for o in outcomes)
+    print(f"  apply and compile           {sum(o.sound for o in outcomes)}/{proposed_anywhere}")
     equal = sum(o.effect == "equal" for o in anywhere)
     unreviewed = [o.id for o in anywhere if o.effect is None]
     print(f"  equal in effect (reviewed)  {equal}/{len(anywhere)}")

@@ -61,7 +61,7 @@ def _lines(text: str) -> list[str]:
 def propose(files: dict[Path, tuple[int, ...]], match: Match) -> list[Patch]:
     """The patch the match's codemod makes to the traceback's files (`targets.locate`), to the innermost
     file it changes: one error has one fix, and the file nearest it is where that fix is looked for first.
-    None when it has none to make."""
+    Empty when it has none to make."""
     codemod_id = match.card.fix_codemod
     if codemod_id is None or codemod_id not in registry.CODEMODS:
         return []
