@@ -116,6 +116,16 @@ class Scope:
         """The statements that start before the failing line: what ran before it (loops aside)."""
         return [s for s in self.statements if s.lineno < self.line]
 
+    def last_binding(self, name: str, before: ast.stmt | None = None) -> ast.stmt | None:
+        """The last statement before the failing line (and before `before`, when given) that binds `name`."""
+        found = None
+        for statement in self.before:
+            if statement is before:
+                break
+            if name in syntax.assigned_names(statement):
+                found = statement
+        return found
+
     @cached_property
     def failing(self) -> ast.stmt | None:
         """The innermost statement that holds the failing line."""

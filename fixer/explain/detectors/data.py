@@ -64,7 +64,7 @@ def factory_meets_moved_on_failing_line(code: Code) -> Iterator[str]:
             continue
         made, moved = [], []
         for name in _names_read(scope.failing):
-            source = _last_assignment(scope, name)
+            source = scope.last_binding(name)
             value = syntax.value_of(source) if source is not None else None
             if source is None or value is None:
                 continue
@@ -185,14 +185,6 @@ def _op(call: ast.Call) -> str:
     return call.func.attr if isinstance(call.func, ast.Attribute) else "?"
 
 
-def _last_assignment(scope: Scope, name: str) -> ast.stmt | None:
-    found = None
-    for statement in scope.before:
-        if name in syntax.assigned_names(statement):
-            found = statement
-    return found
-
-
 @detector(
     "failing-call-args-on-device",
     reads="your files",
@@ -215,7 +207,7 @@ def _placed_at(scope: Scope, arg: ast.expr) -> str | None:
     if syntax.placed(arg):
         return f"`{ast.unparse(arg)}`"
     name = syntax.base_name(arg, scope.names)
-    source = _last_assignment(scope, name) if name else None
+    source = scope.last_binding(name) if name else None
     value = syntax.value_of(source) if source is not None else None
     if source is None or value is None or not syntax.placed(value):
         return None
@@ -275,7 +267,7 @@ _NOT_TENSORS = {"str", "int", "float", "bool", "len", "range", "Path", "os.path.
 def _may_hold_a_tensor(scope: Scope, name: str) -> bool:
     """The name is bound before the failing line, and that binding could be a tensor: not a literal, an
     f-string, a setting read from the command line or a configuration, a path or a number."""
-    source = _last_assignment(scope, name)
+    source = scope.last_binding(name)
     return source is not None and _binding_may_be_tensor(scope, source, 0)
 
 

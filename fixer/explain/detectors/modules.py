@@ -234,9 +234,9 @@ def _attributes_reaching(scope: Scope, statement: ast.stmt, depth: int = 3) -> s
     if depth == 0:
         return found
     for name in {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}:
-        bindings = [s for s in scope.before if s is not statement and name in syntax.assigned_names(s)]
-        if bindings and id(bindings[-1]) not in scope.conditional:
-            found |= _attributes_reaching(scope, bindings[-1], depth - 1)
+        binding = scope.last_binding(name, before=statement)
+        if binding is not None and id(binding) not in scope.conditional:
+            found |= _attributes_reaching(scope, binding, depth - 1)
     return found
 
 
