@@ -1077,7 +1077,13 @@ function priorKey(data, message) {
   const unquoted = message.trim().replace(/^`+|`+$/gu, ""); // a message pasted as inline code
   const words = unquoted.split(rx(p.space.source + "+", "gu")).filter((w) => w).join(" ");
   const text = sub(p.space_before_punctuation.source, normalise(data, words.toLowerCase()).toLowerCase(), "");
-  return sub(p.type_prefix.source, text, "");
+  return sub(p.type_prefix.source, text, "").replace(rx(p.since_2_8.source, "gu"), (...found) => inEarlierWords(found.at(-1)));
+}
+
+/** fixer/explain/priors.py: _in_earlier_words(), given the match's named groups. */
+function inEarlierWords(groups) {
+  const said = `but found at least two devices, ${groups.com} and ${groups.off}!`;
+  return groups.op ? `${said} (when checking argument for argument ${groups.arg} in method ${groups.op})` : said;
 }
 
 function priorsOf(data, message, backOff) {

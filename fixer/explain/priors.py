@@ -44,6 +44,20 @@ _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[,.!?;:])|(?<=\w)\s+(?=\(\))")  #
 _ACCELERATORS = re.compile(r"<(?:mps|xpu|npu|hpu|xla|meta)>")
 CUT_MINIMUM = 40  # characters of a message's start that say which counted message it is
 _CHECKING_CLAUSE = re.compile(r"\s*\(when checking argument[^()]*\)$")
+# PyTorch 2.8 rewrote the one check behind "found at least two devices" (MESSAGES.md, W-2.8): the argument
+# moved into the sentence and the devices swapped places. Read in the earlier words, a message from a
+# recent PyTorch takes the causes counted over the years of the old wording, and backs off as they do.
+_SINCE_2_8 = re.compile(
+    r"but got (?P<arg>\w+) is on (?P<off>\S+), different from other tensors on (?P<com>[^\s(]+)"
+    r"(?: \(when checking argument in method (?P<op>\w+)\))?"
+)
+
+
+def _in_earlier_words(found: re.Match[str]) -> str:
+    said = f"but found at least two devices, {found['com']} and {found['off']}!"
+    if not found["op"]:
+        return said
+    return f"{said} (when checking argument for argument {found['arg']} in method {found['op']})"
 
 
 def key(message: str) -> str:
@@ -51,7 +65,7 @@ def key(message: str) -> str:
     or an exception type typed into the message share a key."""
     message = message.strip().strip("`")  # a message pasted as inline code
     text = _SPACE_BEFORE_PUNCTUATION.sub("", normalise(" ".join(message.split()).casefold()).casefold())
-    return _TYPE_PREFIX.sub("", text)
+    return _SINCE_2_8.sub(_in_earlier_words, _TYPE_PREFIX.sub("", text))
 
 
 def lookup(priors: dict[str, dict[str, Prior]], message: str, *, back_off: bool = False) -> dict[str, Prior]:

@@ -412,6 +412,7 @@ def patterns() -> dict[str, Any]:
         "type_prefix": _python_regex(_priors._TYPE_PREFIX),
         "accelerators": _python_regex(_priors._ACCELERATORS),
         "checking_clause": _python_regex(_priors._CHECKING_CLAUSE),
+        "since_2_8": _python_regex(_priors._SINCE_2_8),
         "device_words": _python_regex(_match._DEVICE_WORDS),
     }
 

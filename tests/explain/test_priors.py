@@ -81,6 +81,20 @@ def test_an_argument_clause_never_counted_backs_off_to_the_bare_message(catalog)
     assert priors.lookup(counted, other, back_off=True) == {}
 
 
+def test_the_wording_of_pytorch_2_8_takes_the_counts_of_the_earlier_one(catalog):
+    """PyTorch 2.8 moved the argument into the sentence (MESSAGES.md W-2.8); quoted from
+    https://github.com/ClownsharkBatwing/RES4LYF/pull/223."""
+    since = (
+        "RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, different from "
+        "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"
+    )
+    before = CUDA_CPU + " (when checking argument for argument mat1 in method wrapper_CUDA_addmm)"
+    assert priors.key(since) == priors.key(before)
+    assert priors.key(since.split(" (when")[0]) == priors.key(CUDA_CPU)
+    counted = priors.load(catalog.root)
+    assert priors.lookup(counted, since, back_off=True) == priors.lookup(counted, CUDA_CPU) != {}
+
+
 def test_an_argument_that_entries_weigh_keeps_the_bare_message_priors_out(matcher: Matcher):
     # https://github.com/damian0815/compel/issues/121: the index of an embedding lookup
     line = CUDA_CPU + " (when checking argument for argument index in method wrapper_CUDA__index_select)"
