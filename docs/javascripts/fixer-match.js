@@ -1262,10 +1262,11 @@ function answer(data, matches, question, reply, fromText = false) {
 }
 
 function settled(data, matches) {
-  // A lone cause leads the one the KB does not hold, which scores BEYOND: a weak lone guess is no answer.
+  // The cause the KB does not hold, at BEYOND, is always in the race: a weak lone guess is no answer,
+  // and neither is the last known cause left standing after answers pushed the others below it.
   if (!matches.length) return true;
   const runnerUp = matches.length > 1 ? matches[1].score : data.constants.BEYOND;
-  return matches[0].score - runnerUp >= data.constants.MARGIN;
+  return matches[0].score - Math.max(runnerUp, data.constants.BEYOND) >= data.constants.MARGIN;
 }
 
 /** The first cause, or null where none scores above a cause the KB does not hold. */

@@ -99,9 +99,10 @@ def answer(matches: Sequence[Match], given: Answer) -> list[Match]:
 
 
 def settled(matches: Sequence[Match]) -> bool:
-    """Whether one cause clearly leads; `matches` are best first, as `Matcher.rank` returns them. A lone
-    cause leads the one the KB does not hold, which scores BEYOND: a weak lone guess is no answer."""
-    return not matches or _lead(matches) >= MARGIN
+    """Whether one cause clearly leads; `matches` are best first, as `Matcher.rank` returns them. The
+    cause the KB does not hold, at BEYOND, is always in the race: a weak lone guess is no answer, and
+    neither is the last known cause left standing after answers pushed the others below it."""
+    return not matches or matches[0].score - max(_runner_up(matches), BEYOND) >= MARGIN
 
 
 def first(matches: Sequence[Match]) -> str | None:
@@ -207,9 +208,14 @@ def interview(
     return Narrowed(current, tuple(answers))
 
 
+def _runner_up(matches: Sequence[Match]) -> int:
+    """The score of the next cause, or, for a lone cause, of the one the KB does not hold."""
+    return matches[1].score if len(matches) > 1 else BEYOND
+
+
 def _lead(matches: Sequence[Match]) -> int:
     """Points between the first cause and the next, or, for a lone cause, the one the KB does not hold."""
-    return matches[0].score - (matches[1].score if len(matches) > 1 else BEYOND)
+    return matches[0].score - _runner_up(matches)
 
 
 @dataclass(frozen=True)
