@@ -667,9 +667,16 @@ function frameMatch(data, line) {
   return null;
 }
 
+/** fixer/explain/parse.py: _open_brackets(). */
+function openBrackets(code) {
+  const count = (chars) => [...code].filter((c) => chars.includes(c)).length;
+  return count("([{") - count(")]}");
+}
+
 function codeAfter(data, lines, i) {
   const p = data.patterns;
   let code = null;
+  let continued = 0;
   while (i < lines.length) {
     const line = lines[i];
     const stripped = strip(data, line);
@@ -691,7 +698,13 @@ function codeAfter(data, lines, i) {
       i += 1;
       continue;
     }
-    if (matchAt(p.ipy_context.source, line) || stripped === "...") {
+    const numbered = matchAt(p.ipy_context.source, line);
+    if (numbered || stripped === "...") {
+      // A call the arrowed line leaves open goes on over the numbered lines after it.
+      if (numbered && code !== null && continued < data.constants.CONTINUED_LINES && openBrackets(code) > 0) {
+        code = `${code} ${strip(data, line.slice(numbered[0].length))}`;
+        continued += 1;
+      }
       i += 1;
       continue;
     }

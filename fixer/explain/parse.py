@@ -59,6 +59,7 @@ _REPEATED = re.compile(r"(\w+?)\1+")
 _SENTENCE_END = re.compile(r"\S[.!?)]\s*$")
 _GOES_ON = re.compile(r"[,:;(]\s*$")
 _CONTEXT_LINES = 20  # IPython prints a few lines around a failing one; a paste of thousands is no context
+_CONTINUED_LINES = 10  # the most numbered lines after IPython's arrow that a call left open is read across
 _WRAPPED_MIN = 40  # a line cut at a width is at least this long (rich in a 60-column panel: 59)
 _WRAPPED_MAX = 400  # and at most this long: wider than a mail client's or a terminal's lines
 _WRAP_SPAN = 3  # the most lines a known message is sought across when a paste wrapped it at spaces
@@ -465,11 +466,18 @@ def _frame_match(line: str) -> re.Match[str] | None:
     return None
 
 
+def _open_brackets(code: str) -> int:
+    return sum(map(code.count, "([{")) - sum(map(code.count, ")]}"))
+
+
 def _code_after(lines: list[str], i: int) -> tuple[str | None, tuple[str, ...], int]:
     """The source line printed under a frame, skipping caret markers and IPython context lines, and
-    the numbered lines IPython printed up to the failing one (its arrowed line included)."""
+    the numbered lines IPython printed up to the failing one (its arrowed line included). A call the
+    arrowed line leaves open goes on over the numbered lines after it: they join it, so that its
+    arguments (`generator=`, `device=`) are read as the failing line's."""
     code: str | None = None
     context: list[str] = []
+    continued = 0
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
@@ -493,6 +501,9 @@ def _code_after(lines: list[str], i: int) -> tuple[str | None, tuple[str, ...], 
         if numbered or stripped == "...":
             if numbered and code is None:
                 context.append(line[numbered.end() :])
+            elif numbered and continued < _CONTINUED_LINES and _open_brackets(code or "") > 0:
+                code = f"{code} {line[numbered.end() :].strip()}"
+                continued += 1
             i += 1
             continue
         if code is not None or (not line[:1].isspace() and _EXCEPTION_LINE.match(stripped)):

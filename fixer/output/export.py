@@ -480,6 +480,7 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "WRAP_SPAN": _parse._WRAP_SPAN,
             "HEADER_ROWS": _read._HEADER_ROWS,
             "MAX_CODE_CHARS": _parse.MAX_CODE_CHARS,
+            "CONTINUED_LINES": _parse._CONTINUED_LINES,
             "MARGIN": _narrow.MARGIN,
             "TEMPERATURE": _narrow.TEMPERATURE,
             "BEYOND": _narrow.BEYOND,

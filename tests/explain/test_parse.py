@@ -340,3 +340,13 @@ def test_ipython_keeps_the_numbered_lines_up_to_the_failing_one_with_their_inden
         "        input = module(input)",
     )
     assert tb.frames[-1].context == ()  # its numbered lines were cut from the paste
+
+
+def test_ipython_joins_the_numbered_lines_of_a_call_the_arrowed_line_leaves_open(known):
+    """The failing call's `generator=` is on a numbered line after the arrow."""
+    cell = parse(case("jupyter-colab-call-continued-after-arrow")["text"], known).frames[0]
+    assert cell.code == (
+        "latents = torch.randn( (batch_size, unet.config.in_channels, height // 8, width // 8), "
+        "generator=generator, device=torch_device, )"
+    )
+    assert cell.context == ("latents = torch.randn(",)  # what encloses it stays what IPython printed above
