@@ -96,6 +96,9 @@ CPP_EXCEPTIONS = {
 }
 _RAISER = re.compile(r"\b(" + "|".join(sorted(CPP_RAISERS, key=len, reverse=True)) + r")\s*\(")
 _STREAM = re.compile(r"^[ \t]*([A-Za-z_][\w.]*)[ \t]*<<", re.MULTILINE)
+# glog's checks, which DGL and other runtimes built on dmlc-core use: the message is streamed into the
+# failed check (`CHECK_EQ(a, b) << "..." << name;`) or into a fatal log line.
+_GLOG = re.compile(r"\b(?:D?CHECK(?:_(?:EQ|NE|LT|LE|GT|GE|NOTNULL))?|LOG)\s*\(")
 _FORMATTERS = ("c10::str", "fmt::format", "std::string", "c10::Error")
 
 # A message belongs to the family when its fixed text speaks of where tensors live. Each pattern is
@@ -120,6 +123,7 @@ FAMILY = tuple(
         r"map_location",
         r"\bonly (?:supported|available) (?:on|with|in) (?:the )?(?:cuda|gpu|mps|xla)\b",
         r"not compiled with (?:cuda|mps|xpu)",
+        r"install the (?:cuda|gpu) (?:version|build)",
         r"invalid device ordinal",
         r"device[- ]side generator|generator[^.]{0,40}device",
         r"device type tensor to numpy|can't convert cuda",
@@ -309,9 +313,10 @@ def _line_of(code: str, offset: int) -> int:
 
 
 def cpp_messages(code: str, where: str) -> Iterator[Found]:
-    """Every message a C++ file raises through a check macro, and every `stream << "..."` statement
-    (the messages built up before an `AT_ERROR(oss.str())`). A check in a macro's body is read once,
-    where the macro is defined, with the stringified argument as a value."""
+    """Every message a C++ file raises through a check macro, every `stream << "..."` statement
+    (the messages built up before an `AT_ERROR(oss.str())`), and every message streamed into a glog
+    check or fatal log line. A check in a macro's body is read once, where the macro is defined, with
+    the stringified argument as a value."""
     code = _without_comments(code).replace("\\\n", " \n")
     for hit in _RAISER.finditer(code):
         parsed = _call_args(code, hit.end() - 1)
@@ -327,6 +332,18 @@ def cpp_messages(code: str, where: str) -> Iterator[Found]:
         template = "".join(_cpp_pieces(a) for a in message)
         if '"' in " ".join(message):
             yield Found(template, raised, f"{where}:{_line_of(code, hit.start())}")
+    for hit in _GLOG.finditer(code):
+        parsed = _call_args(code, hit.end() - 1)
+        if not parsed or (hit.group(0).startswith("LOG") and parsed[0] != ["FATAL"]):
+            continue
+        after = parsed[1] + 1
+        if not code[after:].lstrip().startswith("<<"):
+            continue
+        end = code.find(";", after)
+        end = end if end > 0 else len(code)
+        template = "".join(_cpp_pieces(p) for p in _split_top(code[after:end], "<<"))
+        if '"' in code[after:end]:
+            yield Found(template, "RuntimeError", f"{where}:{_line_of(code, hit.start())}")
     # Consecutive statements into one stream build one message.
     pending: tuple[str, int, int, str] | None = None  # stream, start, end, template so far
     for hit in _STREAM.finditer(code):

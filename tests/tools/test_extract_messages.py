@@ -141,6 +141,34 @@ def test_consecutive_stream_statements_make_one_message() -> None:
     assert "invalid gradient at index {i} - expected device {metadata.device()} but got {grad.device()}" in templates
 
 
+# DGL's runtime (src/runtime/c_runtime_api.cc, include/dgl/aten/macro.h) checks with glog's macros.
+GLOG = """
+DeviceAPI* GetAPI(const std::string name, bool allow_missing) {
+  if (f == nullptr) {
+    CHECK(allow_missing)
+        << "Device API " << name
+        << " is not enabled. Please install the cuda version of dgl.";
+  }
+  LOG(INFO) << "the device " << name << " is on the same device as before";
+  LOG(FATAL) << "Graph and source should be on the same device, got " << ctx;
+}
+#define CHECK_SAME_CONTEXT(VAR1, VAR2)                                    \\
+  CHECK((VAR1)->ctx == (VAR2)->ctx)                                       \\
+      << "Expected " << (#VAR2) << " to have the same device context as " \\
+      << (#VAR1) << "(" << (VAR1)->ctx << ")"                             \\
+      << ". But got " << (VAR2)->ctx << ".";
+"""
+
+
+def test_a_message_streamed_into_a_failed_glog_check_is_read_whole() -> None:
+    found = {f.key: f.where for f in x.cpp_messages(GLOG, "c_runtime_api.cc") if x.in_family(f.template)}
+    assert found == {
+        "Device API {} is not enabled. Please install the cuda version of dgl.": "c_runtime_api.cc:4",
+        "Graph and source should be on the same device, got {}": "c_runtime_api.cc:9",
+        "Expected {} to have the same device context as {}({}). But got {}.": "c_runtime_api.cc:12",
+    }
+
+
 def test_python_messages_from_raise_a_message_variable_and_torch_check() -> None:
     keys = {f.key for f in x.py_messages(PYTHON, "x.py") if x.in_family(f.template)}
     assert keys == {
