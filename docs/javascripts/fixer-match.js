@@ -1104,12 +1104,29 @@ function priorsOf(data, message, backOff) {
   const p = data.patterns;
   const keys = [found, sub(p.accelerators.source, found, "<cuda>")];
   if (backOff) keys.push(...keys.map((k) => sub(p.checking_clause.source, k, "")));
-  const hit = keys.find((k) => Object.hasOwn(data.priors, k));
+  const several = (k) => Object.hasOwn(data.priors, k) && Object.keys(data.priors[k]).length > 1;
+  const hit = keys.find(several);
   if (hit !== undefined) return data.priors[hit];
-  // A message cut short is the start of the counted one, where it is the start of no other.
+  // A message cut short is the start of the counted messages it could be: their causes, counted together.
   const starts = keys.slice(0, 2).filter((k) => [...k].length >= data.constants.CUT_MINIMUM);
-  const counted = Object.keys(data.priors).filter((k) => starts.some((start) => k.startsWith(start)));
-  return counted.length === 1 ? data.priors[counted[0]] : {};
+  const merged = new Map();
+  for (const [k, causes] of Object.entries(data.priors)) {
+    if (!starts.some((start) => k.startsWith(start))) continue;
+    for (const [cause, prior] of Object.entries(causes)) merged.set(cause, (merged.get(cause) ?? 0) + prior.count);
+  }
+  return merged.size > 1 ? weighed(data, merged) : {};
+}
+
+/** fixer/explain/priors.py: weighed() and points(). */
+function weighed(data, counts) {
+  const values = [...counts.values()];
+  const total = values.reduce((sum, n) => sum + n, 0);
+  const most = Math.max(...values);
+  const out = {};
+  for (const [cause, n] of counts) {
+    out[cause] = { count: n, total, points: roundHalfEven((data.constants.PRIOR_POINTS * Math.log1p(n)) / Math.log1p(most)) };
+  }
+  return out;
 }
 
 function bestSignature(entry, ev, find, source) {

@@ -151,7 +151,8 @@ def priors(corpora: list[str], output: str | None) -> int:
 
     counts = counted.count(labelled, message_of)
     text = counted.dump(counts, [Path(c).name for c in corpora])
-    _emit(text, output, f": {len(counts)} message(s) with more than one cause")
+    several = sum(len(causes) > 1 for causes in counts.values())
+    _emit(text, output, f": {len(counts)} message(s), {several} with more than one cause")
     return OK
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +22,12 @@ from fixer.explain.normalise import normalise
 PRIOR_POINTS = 20
 FILE = Path("priors") / "messages.yaml"  # under the KB's root
 HEADER = """\
-# How often each cause is behind a message that several causes print, counted by `fixer kb priors` over
-# the labelled real tracebacks of the corpora named below (threads found by searching for the messages,
-# so causes come in the proportions users meet them). Generated: do not edit; run `fixer kb priors`
-# again when a corpus grows. The matcher adds up to {points} points to each cause, on a log scale of its
-# count (fixer/explain/priors.py).
+# How often each cause is behind each message, counted by `fixer kb priors` over the labelled real
+# tracebacks of the corpora named below (threads found by searching for the messages, so causes come in
+# the proportions users meet them). Generated: do not edit; run `fixer kb priors` again when a corpus
+# grows. For a message that several causes print, the matcher adds up to {points} points to each cause,
+# on a log scale of its count (fixer/explain/priors.py); a message of one cause is listed so that a cut
+# message is known to start more than one.
 """
 
 
@@ -78,13 +79,23 @@ def lookup(priors: dict[str, dict[str, Prior]], message: str, *, back_off: bool 
     keys = [found, _ACCELERATORS.sub("<cuda>", found)]
     if back_off:
         keys += [_CHECKING_CLAUSE.sub("", k) for k in keys]
-    exact = next((priors[k] for k in keys if k in priors), None)
+    exact = next((priors[k] for k in keys if len(priors.get(k, ())) > 1), None)
     if exact is not None:
         return exact
-    # A message cut short, by the person or at a line break its second sentence was printed after, is
-    # the start of the counted one: its causes are that message's, where it is the start of no other.
-    counted = {k for k in priors for start in keys[:2] if len(start) >= CUT_MINIMUM and k.startswith(start)}
-    return priors[counted.pop()] if len(counted) == 1 else {}
+    # A message cut short, by the person or at a line break its second sentence was printed after, is the
+    # start of the counted messages it could be: the causes behind it are theirs, counted together.
+    starts = [k for k in keys[:2] if len(k) >= CUT_MINIMUM]
+    merged: Counter[str] = Counter()
+    for counted, causes in priors.items():
+        if any(counted.startswith(start) for start in starts):
+            merged.update({cause: prior.count for cause, prior in causes.items()})
+    return weighed(merged) if len(merged) > 1 else {}
+
+
+def weighed(counts: Mapping[str, int]) -> dict[str, Prior]:
+    """Each cause's prior among the causes counted behind one message."""
+    total, most = sum(counts.values()), max(counts.values(), default=0)
+    return {cause: Prior(n, total, points(n, most)) for cause, n in counts.items()}
 
 
 def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[[str], str]) -> dict[str, Counter[str]]:
@@ -92,14 +103,17 @@ def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[
     gathered by searching public threads for the messages themselves, so their causes come in the
     proportions users meet them (the KB's examples do not: each entry collects its own). A traceback
     labelled with several causes counts for none, since it does not say which one was behind it. Other
-    accelerators' cases count as CUDA's, as `lookup` reads them."""
+    accelerators' cases count as CUDA's, as `lookup` reads them.
+
+    Every counted message is kept, though only those behind more than one cause give points (one cause
+    alone is a signature's job): a cut message takes the counts of the one counted message it starts, and
+    only the whole list can tell that no other starts the same way."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for text, causes in labelled:
         message = message_of(text) if len(causes) == 1 else ""
         if message:
             counts[_ACCELERATORS.sub("<cuda>", key(message))][causes[0]] += 1
-    # Only messages behind more than one cause need a prior; one cause alone is a signature's job.
-    return {k: c for k, c in sorted(counts.items()) if len(c) > 1}
+    return dict(sorted(counts.items()))
 
 
 def dump(counts: dict[str, Counter[str]], sources: list[str]) -> str:
@@ -137,10 +151,7 @@ def load(root: Path) -> dict[str, dict[str, Prior]]:
         for document in documents:
             counts = {str(cause): int(n) for cause, n in document["counts"].items() if int(n) > 0}
             if counts:
-                total, most = sum(counts.values()), max(counts.values())
-                priors[str(document["message"])] = {
-                    cause: Prior(n, total, points(n, most)) for cause, n in counts.items()
-                }
+                priors[str(document["message"])] = weighed(counts)
     except (KeyError, TypeError, ValueError, AttributeError):  # a hand-edited file: no priors, not a crash
         return {}
     return priors

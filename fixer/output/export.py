@@ -471,6 +471,7 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
             "SIMILARITY_TIE": _match.SIMILARITY_TIE,
             "RESEMBLANCE": _match.RESEMBLANCE,
             "CUT_MINIMUM": _priors.CUT_MINIMUM,
+            "PRIOR_POINTS": _priors.PRIOR_POINTS,
             "FRAMES_ALONE": _match.FRAMES_ALONE,
             "MAX_MESSAGE_LINES": _parse._MAX_MESSAGE_LINES,
             "MAX_MESSAGE_CHARS": _parse.MAX_MESSAGE_CHARS,

@@ -110,7 +110,32 @@ def test_a_message_cut_at_its_line_break_takes_the_counts_of_the_whole_message(c
     assert found["torch-load-without-map-location"].count > found["torch-load-missing-ordinal"].count
 
 
-def test_a_cut_that_several_counted_messages_start_with_takes_no_counts(catalog):
+def test_a_cut_that_several_counted_messages_start_with_takes_their_counts_together(catalog):
     counted = priors.load(catalog.root)
-    assert sum(k.startswith(priors.key(CUDA_CPU[:70])) for k in counted) > 1
-    assert priors.lookup(counted, CUDA_CPU[:70]) == {}
+    starting = [causes for k, causes in counted.items() if k.startswith(priors.key(CUDA_CPU[:70]))]
+    assert len(starting) > 1
+    found = priors.lookup(counted, CUDA_CPU[:70])
+    assert {c: p.count for c, p in found.items()} == {
+        cause: sum(causes[cause].count for causes in starting if cause in causes) for cause in found
+    }
+    assert set(found) == {cause for causes in starting for cause in causes}
+
+
+def test_a_cut_message_takes_the_causes_of_every_counted_message_it_starts(catalog):
+    """espnet#1315's old wording, cut before its argument: several counted messages start so, each with
+    its own argument and op, and the cut one could be any of them."""
+    cut = "Expected object of device type cuda but got device type cpu"
+    counted = priors.load(catalog.root)
+    assert sum(k.startswith(priors.key(cut)) for k in counted) > 1
+    assert {"inputs-not-moved", "model-not-moved"} <= set(priors.lookup(counted, cut))
+
+
+def test_a_message_behind_one_cause_alone_gives_no_points(catalog):
+    """One cause alone is its signatures' job; the count is kept so that cuts are read against it."""
+    counted = priors.load(catalog.root)
+    single = next(
+        k
+        for k, causes in counted.items()
+        if len(causes) == 1 and not any(other != k and other.startswith(k) for other in counted)
+    )
+    assert priors.lookup(counted, single) == {}
