@@ -722,7 +722,7 @@ VARIANTS = [
         'dgl._ffi.base.DGLError: Cannot assign node feature "h" on device cuda:0 to a graph on device cpu. '
         "Call DGLGraph.to() to copy the graph to the same device.",
         CENSUS_SOURCES["dgl-gnasmp-graph-not-moved"],
-        {"inputs-not-moved"},
+        {"dgl-graph-on-other-device"},
     ),
     (
         "torchaudio.save of a CUDA tensor",
