@@ -57,7 +57,9 @@ _FROM_USER_CODE = re.compile(r"^\s*from user code:\s*$")
 # Two processes writing to one terminal can glue their lines: `RuntimeErrorRuntimeError: ...`.
 _REPEATED = re.compile(r"(\w+?)\1+")
 _SENTENCE_END = re.compile(r"\S[.!?)]\s*$")
-_GOES_ON = re.compile(r"[,:;(]\s*$")
+# A line that stops on a comma, a colon or an open parenthesis, or on the `[hh:mm:ss]` that glog-style
+# runtimes (DGL, MXNet, TVM) print before the file and check that failed, is not the end of a message.
+_GOES_ON = re.compile(r"(?:[,:;(]|\[\d{1,2}:\d{2}:\d{2}\])\s*$")
 _CONTEXT_LINES = 20  # IPython prints a few lines around a failing one; a paste of thousands is no context
 _CONTINUED_LINES = 10  # the most numbered lines after IPython's arrow that a call left open is read across
 _WRAPPED_MIN = 40  # a line cut at a width is at least this long (rich in a 60-column panel: 59)
