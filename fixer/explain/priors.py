@@ -106,8 +106,8 @@ def count(labelled: Iterable[tuple[str, tuple[str, ...]]], message_of: Callable[
     accelerators' cases count as CUDA's, as `lookup` reads them.
 
     Every counted message is kept, though only those behind more than one cause give points (one cause
-    alone is a signature's job): a cut message takes the counts of the one counted message it starts, and
-    only the whole list can tell that no other starts the same way."""
+    alone is a signature's job): a cut message takes the counts of every counted message it starts, those
+    of one cause included."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for text, causes in labelled:
         message = message_of(text) if len(causes) == 1 else ""
