@@ -338,8 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
         "priors",
         parents=[shared],
         help="count how often each cause is behind a bare message",
-        description="Count, over the KB's examples and the labelled corpora given, how often each cause is "
-        "behind a message that several causes print, and write the counts the matcher uses as priors.",
+        description="Count, over the labelled corpora given, how often each cause is behind each message, "
+        "and write the counts the matcher uses as priors (points where several causes print a message; every "
+        "message is listed, so that a cut one is read against all it may be).",
     )
     priors.add_argument("corpora", nargs="*", metavar="CORPUS", help="labelled corpora to count too")
     priors.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
