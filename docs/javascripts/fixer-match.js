@@ -993,7 +993,8 @@ function extract(data, tb) {
   const raw = shape ? [common, offending].filter((d) => d) : findall(data.patterns.device_token.source, joined);
   const devices = [...new Set(raw)];
   const kinds = new Set(devices.map(deviceKind));
-  const dtypeOnly = Boolean((g("com_type") && kinds.size === 1 && g("device_check") === null) || kinds.has("dtype"));
+  const checksDtype = Boolean(g("com_type")) || g("dtype_check") !== null;
+  const dtypeOnly = Boolean((checksDtype && kinds.size === 1 && g("device_check") === null) || kinds.has("dtype"));
   const frames = tb.allFrames;
   return {
     exception: tb.exception,

@@ -68,6 +68,10 @@ _SHAPES: tuple[str, ...] = (
     rf"Expected scalars to be on CPU, got (?P<off>{DEVICE}) instead",
     r"Input and (?P<arg>hidden|parameter) CUDA tensors are not at the same GPU, found input tensor at "
     r"(?P<com>(?i:cuda):\d+) and (?:hidden|parameter) tensor at (?P<off>(?i:cuda):\d+)",
+    # A legacy typed constructor (torch.FloatTensor(x), x.new(y)) given a tensor: it checks dtype and device
+    # together, so one device on both sides means the dtypes differed.
+    rf"expected TensorOptions\(dtype=[^,]*, device=(?P<com>{DEVICE}).*?\) \(got TensorOptions\(dtype=[^,]*, "
+    rf"device=(?P<off>{DEVICE})(?P<dtype_check>)",
 )
 
 
@@ -146,7 +150,8 @@ def extract(tb: Traceback, *, read_code: bool = True, read_files: bool = True) -
     devices = _distinct([d for d in (common, offending) if d] if shape else _DEVICE_TOKEN.findall(joined))
     kinds = {device_kind(d) for d in devices}
     # Legacy type/backend sentences fire for dtype-only mismatches too: same device on both sides.
-    same_type = bool(groups.get("com_type")) and len(kinds) == 1 and groups.get("device_check") is None
+    checks_dtype = bool(groups.get("com_type")) or groups.get("dtype_check") is not None
+    same_type = checks_dtype and len(kinds) == 1 and groups.get("device_check") is None
     dtype_only = same_type or "dtype" in kinds
     frames = tb.all_frames
     return Evidence(

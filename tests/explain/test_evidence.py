@@ -111,6 +111,19 @@ def facts(line: str):
         ),
         # https://github.com/sgrvinod/a-PyTorch-Tutorial-to-Object-Detection/issues/26
         ("RuntimeError: expected device cuda:0 but got device cpu", ("cuda:0", "cpu"), "cpu", None, None),
+        # A legacy CPU constructor given a GPU tensor, wrapped as the page shows it:
+        # https://github.com/hpcaitech/ColossalAI/issues/2409
+        (
+            "TypeError: expected TensorOptions(dtype=float, device=cpu, layout=Strided,\n"
+            "requires_grad=false (default), pinned_memory=false (default),\n"
+            "memory_format=(nullopt)) (got TensorOptions(dtype=c10::Half, device=cuda:7,\n"
+            "layout=Strided, requires_grad=false (default), pinned_memory=false (default),\n"
+            "memory_format=(nullopt)))",
+            ("cpu", "cuda:7"),
+            "cuda:7",
+            None,
+            None,
+        ),
     ],
 )
 def test_device_facts_from_each_message_shape(line, devices, offending, argument, op):
@@ -139,6 +152,11 @@ def test_wrapped_message_across_a_line_break_still_yields_devices():
         "RuntimeError: Input type (c10::Half) and bias type (float) should be the same",
         # TI-1.1 with equal backends (MESSAGES.md §2 note)
         "RuntimeError: expected backend CPU and dtype Double but got backend CPU and dtype Float",
+        # a legacy constructor given a tensor of another dtype on its own device:
+        # https://github.com/BGU-CS-VIL/DeepDPM/issues/20
+        "TypeError: expected TensorOptions(dtype=float, device=cpu, layout=Strided, requires_grad=false (default), "
+        "pinned_memory=false (default), memory_format=(nullopt)) (got TensorOptions(dtype=unsigned char, device=cpu, "
+        "layout=Strided, requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))",
     ],
 )
 def test_dtype_only_mismatch_is_recognised(line):

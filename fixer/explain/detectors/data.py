@@ -125,6 +125,55 @@ def _made_at(scope: Scope, name: str) -> tuple[int, str] | None:
     return None
 
 
+# The legacy typed names of CPU tensors: each is a dtype and the CPU at once.
+_LEGACY_CPU_TYPES = re.compile(r"torch\.(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor")
+
+
+@detector(
+    "failing-line-reads-legacy-cast",
+    reads="your files or the code pasted",
+    finds="the failing statement reads a name last bound to a cast with a legacy CPU type "
+    "(`x.type(torch.LongTensor)`), which copies a GPU tensor to the CPU",
+)
+def failing_line_reads_legacy_cast(code: Code) -> Iterator[str]:
+    """A cast that looks like a dtype change moves the tensor as well; the mismatch surfaces where the copy
+    meets the GPU, lines later, in a statement that shows nothing of it."""
+    for scope in (*code.showing, *code.library):
+        if scope.failing is None:
+            continue
+        cast = [
+            f"`{name}` (line {found[0]}: `.type({found[1]})`)"
+            for name in _names_read(scope.failing)
+            if (found := _legacy_cast_at(scope, name))
+        ]
+        if cast:
+            yield f"{scope.where(scope.failing)}: {', '.join(cast)} cast to a CPU type"
+
+
+def _left_where_made(scope: Scope, name: str) -> bool:
+    """Never placed, and not sent to the CPU on purpose (a copy) or by a cast to a legacy CPU type: those
+    are moves of their own, each another cause's."""
+    return not _ever_placed(scope, name) and not holds_cpu_copy(scope, name) and _legacy_cast_at(scope, name) is None
+
+
+def _legacy_cast_at(scope: Scope, name: str) -> tuple[int, str] | None:
+    """Where the value a name holds at the failing line was cast with a legacy CPU type, by its last binding
+    before the line; None where that binding may not have run or casts nothing."""
+    source = scope.last_binding(name)
+    value = syntax.value_of(source) if source is not None else None
+    if source is None or value is None or id(source) in scope.conditional:
+        return None
+    for call in syntax.calls(value):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "type") or len(call.args) != 1:
+            continue
+        given = call.args[0]
+        typed = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else None
+        legacy = typed or syntax.resolve_name(syntax.dotted(given), scope.names)
+        if legacy and _LEGACY_CPU_TYPES.fullmatch(legacy):
+            return source.lineno, legacy
+    return None
+
+
 @detector(
     "cpu-index-to-indexing-op",
     reads="your files or the code pasted",
@@ -227,7 +276,7 @@ def model_moved_not_its_inputs(code: Code) -> Iterator[str]:
             if model not in moved:
                 continue
             data = _data_arguments(call, scope)
-            never = [name for name in data if not _ever_placed(scope, name) and not holds_cpu_copy(scope, name)]
+            never = [name for name in data if _left_where_made(scope, name)]
             if never:
                 yield (
                     f"{scope.where(call)}: `{model}` is moved at line {moved[model]}, "
@@ -246,7 +295,7 @@ def argument_never_moved(code: Code) -> Iterator[str]:
             continue
         for call in scope.failing_calls:
             bound = [name for name in _data_arguments(call, scope) if _may_hold_a_tensor(scope, name)]
-            never = [name for name in bound if not _ever_placed(scope, name) and not holds_cpu_copy(scope, name)]
+            never = [name for name in bound if _left_where_made(scope, name)]
             if never:
                 named = ", ".join(f"`{n}`" for n in never)
                 yield f"{scope.where(call)}: {named} never moved, while the code moves others"
