@@ -1191,7 +1191,19 @@ function score(data, entry, ev, found, all, k, signature, prior) {
     .sort((a, b) => Math.abs(b[0].points) - Math.abs(a[0].points) || a[1] - b[1])
     .map(([r]) => r);
   const wording = signature ? signature.points : 0;
-  return { id: entry.id, title: entry.title, summary: entry.summary, url: entry.url, score: total, reasons: ordered, wording };
+  const prevalence = prevalenceOf(data).get(entry.id) || 0;
+  return { id: entry.id, title: entry.title, summary: entry.summary, url: entry.url, score: total, reasons: ordered, wording, prevalence };
+}
+
+/** Matcher._prevalence: each cause's real cases, over every counted message. */
+function prevalenceOf(data) {
+  if (!data.prevalence) {
+    data.prevalence = new Map();
+    for (const causes of Object.values(data.priors)) {
+      for (const [cause, prior] of Object.entries(causes)) data.prevalence.set(cause, (data.prevalence.get(cause) || 0) + prior.count);
+    }
+  }
+  return data.prevalence;
 }
 
 /** Ranked matches for an extracted evidence (see Matcher.rank). */
@@ -1267,7 +1279,7 @@ function chance(data, match, question) {
 }
 
 function byRank(a, b) {
-  return b.score - a.score || b.wording - a.wording || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return b.score - a.score || b.wording - a.wording || b.prevalence - a.prevalence || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /** The ranking after one answer (true, false, or null for "don't know"); one read from the traceback itself

@@ -8,6 +8,7 @@ ranking is expected, and diagnostics or questions settle what the text cannot.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -59,6 +60,7 @@ class Match:
     wording: int = 0  # the points of the message shape that admitted it: of two equal scores, the
     # entry whose own wording the message is (`for argument #3 'weight'`) goes first
     nearest: bool = False  # offered only as worded like its cases, where nothing in the KB read the message
+    prevalence: int = 0  # the real cases counted behind any message that had this cause (kb/priors)
 
     @property
     def id(self) -> str:
@@ -243,7 +245,17 @@ class Matcher:
         # frames argue against stays in the list, last, rather than leaving the user with nothing.
         score = max(1, min(100, sum(r.points for r in reasons)))
         reasons.sort(key=lambda r: -abs(r.points))
-        return Match(compiled.card, score, tuple(reasons), signature.points if signature else 0)
+        wording = signature.points if signature else 0
+        prevalence = self._prevalence.get(compiled.card.id, 0)
+        return Match(compiled.card, score, tuple(reasons), wording, prevalence=prevalence)
+
+    @cached_property
+    def _prevalence(self) -> dict[str, int]:
+        """Each cause's real cases, over every counted message: what orders causes the text scores alike."""
+        found: Counter[str] = Counter()
+        for causes in self.index.priors.values():
+            found.update({cause: prior.count for cause, prior in causes.items()})
+        return dict(found)
 
     @cached_property
     def _wordings(self) -> Wordings:
@@ -334,8 +346,10 @@ def _best_signature(
 
 
 def ranked(matches: Iterable[Match]) -> list[Match]:
-    """Best first; of equal scores, the entry whose own wording admitted the message, then by id."""
-    return sorted(matches, key=lambda m: (-m.score, -m.wording, m.id))
+    """Best first; of equal scores, the entry whose own wording admitted the message, then the cause behind
+    more real cases, then by id. A bare message's twelve causes at 30 points each are then shown as users
+    meet them, not in the alphabet's order, which put accelerate's hooks first."""
+    return sorted(matches, key=lambda m: (-m.score, -m.wording, -m.prevalence, m.id))
 
 
 def _similarity(

@@ -127,7 +127,8 @@ def test_an_answer_moves_each_cause_by_the_log_of_how_much_likelier_it_makes_it(
         assert moved.score == max(0, min(100, match.score + points))
         assert moved.reasons[0].text == f"you answered yes: {question.ask}" and moved.reasons[0].points == points
     reordered = answer(ranked, Answer(question, True))
-    assert [(-m.score, m.id) for m in reordered] == sorted((-m.score, m.id) for m in reordered)
+    order = [(-m.score, -m.wording, -m.prevalence, m.id) for m in reordered]
+    assert order == sorted(order)
 
 
 def test_an_answer_against_what_a_cause_cannot_be_without_rules_it_out(ranked, questions):

@@ -345,17 +345,30 @@ def _may_be_tensor(value: ast.expr, scope: Scope, line: int, depth: int) -> bool
     return not (isinstance(root, ast.Name) and root.id in _SETTINGS_ROOTS and root is not value)
 
 
-def _ever_placed(scope: Scope, name: str) -> bool:
-    """Some assignment to `name` in the scope places it, or puts a placed tensor into it (`chunks.append(
-    x.cpu())`, `out[i] = y.to(d)`): a tensor sent to the CPU on purpose was not forgotten. A bare
-    `x.to(d)` does not: a tensor's `.to()` returns a copy, and discarding it is the bug."""
+def _ever_placed(scope: Scope, name: str, depth: int = 2) -> bool:
+    """Some assignment to `name` in the scope places it, or computes it from placed names alone, or puts a
+    placed tensor into it (`chunks.append(x.cpu())`, `out[i] = y.to(d)`): a tensor sent to the CPU on
+    purpose was not forgotten. A bare `x.to(d)` does not: a tensor's `.to()` returns a copy, and
+    discarding it is the bug."""
     for statement in scope.statements:
         value = syntax.value_of(statement)
-        if name in syntax.assigned_names(statement) and value is not None and syntax.placed(value, _PLACING):
+        if (
+            value is not None
+            and name in syntax.assigned_names(statement)
+            and (syntax.placed(value, _PLACING) or (depth > 0 and _computed_from_placed(scope, value, name, depth)))
+        ):
             return True
         if _fills(statement, name) and syntax.placed(statement, _PLACING):
             return True
     return False
+
+
+def _computed_from_placed(scope: Scope, value: ast.expr, name: str, depth: int) -> bool:
+    """Every name the value reads, torch and the module's other imports aside, was placed itself: the
+    result lives where they do (`estimates = torch.stack([mixture * 0.5])`, `logits = model(images)`)."""
+    read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read -= {name, *scope.names}
+    return bool(read) and all(_ever_placed(scope, other, depth - 1) for other in read)
 
 
 _PLACING = syntax.MOVES | {"cpu"}
