@@ -431,14 +431,14 @@ def _loss_built(scope: Scope, name: str) -> tuple[ast.stmt, str] | None:
 def device_from_module_property(code: Code) -> Iterator[str]:
     """`self.device` in a plain class's method is a device the object stored, not a module's property; the
     printed lines alone cannot say which, the file can."""
-    read = {f"{scope.file}:{scope.line}" for scope in code.scopes}
+    read = {f"{scope.file}:{scope.line}" for scope in code.showing}
     printed = (
         (f"{line.where}: `{line.code.strip()}`", call, None)
         for line in code.lines
         if line.user and line.where not in read
         for call in line.calls
     )
-    around = ((scope.where(call), call, scope) for scope in code.scopes for call in scope.calls_around)
+    around = ((scope.where(call), call, scope) for scope in code.showing for call in scope.calls_around)
     for where, call, scope in (*printed, *around):
         device = syntax.placed_on(call)
         name = syntax.dotted(device) if device is not None else None
