@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from fixer.explain.detectors import detector, syntax
 from fixer.explain.detectors.code import Code, Scope
@@ -91,13 +91,20 @@ def failing_line_reads_unplaced_factory(code: Code) -> Iterator[str]:
     for scope in (*code.showing, *code.library):
         if scope.failing is None or scope.function is None:
             continue
-        made = [
-            f"`{name}` (line {found[0]}: `torch.{found[1]}(...)`)"
-            for name in _names_read(scope.failing)
-            if (found := _made_at(scope, name))
-        ]
+        made = _traced(scope, scope.failing, _made_at, "`torch.{}(...)`")
         if made:
             yield f"{scope.where(scope.failing)}: {', '.join(made)} made without device="
+
+
+def _traced(
+    scope: Scope, statement: ast.stmt, origin: Callable[[Scope, str], tuple[int, str] | None], shown: str
+) -> list[str]:
+    """Each name the statement reads whose value `origin` traces to a line, said as "`name` (line N: what)"."""
+    return [
+        f"`{name}` (line {found[0]}: {shown.format(found[1])})"
+        for name in _names_read(statement)
+        if (found := origin(scope, name))
+    ]
 
 
 def _names_read(statement: ast.stmt) -> list[str]:
@@ -141,11 +148,7 @@ def failing_line_reads_legacy_cast(code: Code) -> Iterator[str]:
     for scope in (*code.showing, *code.library):
         if scope.failing is None:
             continue
-        cast = [
-            f"`{name}` (line {found[0]}: `.type({found[1]})`)"
-            for name in _names_read(scope.failing)
-            if (found := _legacy_cast_at(scope, name))
-        ]
+        cast = _traced(scope, scope.failing, _legacy_cast_at, "`.type({})`")
         if cast:
             yield f"{scope.where(scope.failing)}: {', '.join(cast)} cast to a CPU type"
 
