@@ -38,7 +38,7 @@ from fixer.cli.common import (
     read_input,
     using_team_kb,
 )
-from fixer.cli.parser import build_parser
+from fixer.cli.parser import build_parser, chosen
 from fixer.kb.paths import KBError
 from fixer.output.display import using_width
 
@@ -128,7 +128,7 @@ def _dispatch(argv: list[str]) -> int:
     from fixer import textio
     from fixer.cli import explain
 
-    parser = build_parser()
+    parser = build_parser(chosen(argv))
     if not argv:
         if textio.stdin_is_terminal():
             parser.print_help()

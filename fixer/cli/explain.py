@@ -197,7 +197,7 @@ def patchable_libraries(result: Explanation) -> list[Path]:
     """The installed libraries' files that `--libraries` would let the best match's codemod read: where a
     library's own line failed, the fix may be a patch to it, to send upstream. Found without running the
     codemod (LibCST and a library's long files cost a second or more), so said as a place to look."""
-    if result.traceback is None or not result.read:
+    if result.traceback is None or not result.read or not result.traceback.all_frames:
         return []
     from fixer.patching import registry
     from fixer.patching.targets import libraries_beside

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NoReturn
 
 from fixer import __version__
@@ -29,6 +31,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 COLORS = ("auto", "always", "never")
+# What a command's builder calls to make its parser: `add_parser` with the name, help and shared options given.
+_Add = Callable[..., argparse.ArgumentParser]
 
 
 def _columns(value: str) -> int:
@@ -72,7 +76,11 @@ def _kb_option(parser: argparse.ArgumentParser, default: object, drafts: object)
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser for a run of `command` (see `chosen`): only its options are added. argparse spends a
+    few gettext lookups on each parser it makes and more on each option, some ten milliseconds over all
+    of fixer's commands, which a run of one command need not pay; `fixer --help` lists every command
+    from its help line alone."""
     parser = _Parser(
         prog="fixer",
         description="Explain and fix PyTorch device-placement errors.",
@@ -87,17 +95,44 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="plain `fixer` on a pipe: exit 0 even when the log shows a traceback (default: 5)",
     )
-    # Each command takes --color, --width and --kb too; SUPPRESS keeps `fixer --color never explain` from
-    # being reset.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (summary, fill) in COMMANDS.items():
+        if name == command:
+            fill(partial(commands.add_parser, name, parents=[_shared()], help=summary))
+        else:
+            commands.add_parser(name, help=summary, add_help=False)
+    return parser
+
+
+def chosen(argv: Sequence[str]) -> str | None:
+    """The command `argv` runs, found as argparse finds it: the first word that is neither an option nor
+    the value of a global option that takes one (`fixer --kb team explain`, `--wid 90`: argparse takes a
+    prefix of an option's name); None for no command or an unknown one."""
+    value_next = False
+    for word in argv:
+        if value_next:
+            value_next = False
+        elif word.startswith("-"):
+            value_next = "=" not in word and len(word) > 2 and any(o.startswith(word) for o in _GLOBAL_VALUES)
+        else:
+            return word if word in COMMANDS else None
+    return None
+
+
+_GLOBAL_VALUES = ("--color", "--width", "--kb")
+
+
+def _shared() -> _Parser:
+    """The options each command takes too, as a parent parser; SUPPRESS keeps `fixer --color never explain`
+    from being reset by the command's own default."""
     shared = _Parser(add_help=False)
     _display_options(shared, argparse.SUPPRESS, argparse.SUPPRESS)
     _kb_option(shared, argparse.SUPPRESS, argparse.SUPPRESS)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    return shared
 
-    explain = commands.add_parser(
-        "explain",
-        parents=[shared],
-        help="explain a traceback (file, '-' for stdin, or paste it)",
+
+def _explain(add: _Add) -> None:
+    explain = add(
         description="Find the traceback in FILE (or stdin) and rank its likely causes from the KB.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -133,10 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"explain a real example traceback from the KB (default: {DEFAULT_EXAMPLE})",
     )
 
-    patch = commands.add_parser(
-        "patch",
-        parents=[shared],
-        help="propose (or apply) a patch to your code for a traceback",
+
+def _patch(add: _Add) -> None:
+    patch = add(
         description="Find the traceback in FILE (or stdin), take the most likely cause, and show the "
         "unified diff its fix makes to your own files named in the traceback. Nothing is written "
         "without --apply and your consent.",
@@ -161,10 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     patch.add_argument("--json", action="store_true", help="the patches as JSON")
     _libraries_option(patch)
 
-    diagnose = commands.add_parser(
-        "diagnose",
-        parents=[shared],
-        help="check this machine (and a checkpoint or exported program) to confirm or rule out causes",
+
+def _diagnose(add: _Add) -> None:
+    diagnose = add(
         description="Run the environment probes (torch build, devices, ranks, libraries) in a child process, "
         "read your files the traceback names, a checkpoint's saved devices or an exported program's graph "
         "without loading or running them, and re-rank a traceback's causes with what they confirm or rule "
@@ -178,10 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     _report_options(diagnose, "findings and matches as JSON")
     diagnose.add_argument("--no-input", action="store_true", help="never ask follow-up questions")
 
-    run = commands.add_parser(
-        "run",
-        parents=[shared],
-        help="run your script and explain a device error from inside it",
+
+def _run(add: _Add) -> None:
+    run = add(
         description=_paragraphs(
             "Run SCRIPT with ARGS unchanged (as `python SCRIPT ARGS` would), watching which module is running. "
             "If a device error escapes, say which module failed and where its tensors and inputs were, then "
@@ -209,27 +241,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("script", metavar="SCRIPT", help="the Python script to run (or, after --, any command)")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
 
-    show = commands.add_parser(
-        "show", parents=[shared], help="show a KB entry", description="Show one KB entry in full."
-    )
+
+def _show(add: _Add) -> None:
+    show = add(description="Show one KB entry in full.")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", help="the entry as JSON")
 
-    listing = commands.add_parser("list", parents=[shared], help="list KB entries", description="List the KB entries.")
+
+def _list(add: _Add) -> None:
+    listing = add(description="List the KB entries.")
     listing.add_argument("--json", action="store_true", help="ids and titles as JSON")
-    questions = commands.add_parser(
-        "questions",
-        parents=[shared],
-        help="list the follow-up questions and the facts they ask about",
+
+
+def _questions(add: _Add) -> None:
+    questions = add(
         description="List the questions fixer asks when a traceback's text leaves its causes close: the fact each "
         "asks about (for `fixer explain --answer FACT=yes`), the question, and how to find the answer.",
     )
     questions.add_argument("--json", action="store_true", help="facts, questions and checks as JSON")
 
-    scan = commands.add_parser(
-        "scan",
-        parents=[shared],
-        help="find every traceback in many logs and group them by cause and fingerprint",
+
+def _scan(add: _Add) -> None:
+    scan = add(
         description="Read every file under the PATHs (a cluster's job logs; gzip, bzip2 and xz too), find each "
         "traceback in them, rank its cause as `fixer explain` does (the code each shows, not the files it names), "
         "and group them by cause and by fingerprint (exception, normalised message and user frames). Uses every "
@@ -245,10 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--dask", metavar="ADDRESS", help="scan on this Dask scheduler's workers instead (tcp://host:8786)"
     )
 
-    train = commands.add_parser(
-        "train",
-        parents=[shared],
-        help="a quiz from the KB's exercises: read the code and its traceback, pick the cause",
+
+def _train(add: _Add) -> None:
+    train = add(
         description="The Training page's exercises in the terminal, from the most common causes to the subtle "
         "ones: each shows a snippet that really raises its error (with a stand-in device) and the traceback it "
         "prints; pick the cause among four, then see why. Keeps a score; q stops.",
@@ -263,10 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw the order and the answers' places from N, to repeat a quiz (default: a new draw each time)",
     )
 
-    export = commands.add_parser(
-        "export",
-        parents=[shared],
-        help="write the KB as wiki, MkDocs, Confluence or Notion pages, one JSON document, HTML snippets or notebooks",
+
+def _export(add: _Add) -> None:
+    export = add(
         description="Write every entry (team directories included) for another home: wiki: a page per entry, "
         "Home.md and _Sidebar.md for a GitHub or GitLab wiki; mkdocs: a page per entry and index.md, linked by "
         "file name, for a folder of a team's MkDocs site; confluence: a page per entry and index.xml in "
@@ -282,7 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", required=True, metavar="DIR", help="the directory to write into ('-' with json: stdout)"
     )
 
-    kb = commands.add_parser("kb", parents=[shared], help="maintain the knowledge base", description="Maintain the KB.")
+
+def _kb(add: _Add) -> None:
+    kb = add(description="Maintain the KB.")
+    shared = _shared()
     kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", parser_class=_Parser)
     schema = kb_commands.add_parser(
         "schema",
@@ -344,7 +378,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     priors.add_argument("corpora", nargs="*", metavar="CORPUS", help="labelled corpora to count too")
     priors.add_argument("-o", "--output", metavar="PATH", help="file to write (default: stdout)")
-    return parser
+
+
+COMMANDS: dict[str, tuple[str, Callable[[_Add], None]]] = {
+    "explain": ("explain a traceback (file, '-' for stdin, or paste it)", _explain),
+    "patch": ("propose (or apply) a patch to your code for a traceback", _patch),
+    "diagnose": ("check this machine (and a checkpoint or exported program) to confirm or rule out causes", _diagnose),
+    "run": ("run your script and explain a device error from inside it", _run),
+    "show": ("show a KB entry", _show),
+    "list": ("list KB entries", _list),
+    "questions": ("list the follow-up questions and the facts they ask about", _questions),
+    "scan": ("find every traceback in many logs and group them by cause and fingerprint", _scan),
+    "train": ("a quiz from the KB's exercises: read the code and its traceback, pick the cause", _train),
+    "export": (
+        "write the KB as wiki, MkDocs, Confluence or Notion pages, one JSON document, HTML snippets or notebooks",
+        _export,
+    ),
+    "kb": ("maintain the knowledge base", _kb),
+}
 
 
 def _report_options(command: argparse.ArgumentParser, json_help: str) -> None:

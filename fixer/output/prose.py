@@ -119,7 +119,7 @@ def render(blocks: Sequence[Block]) -> Group:
     parts: list[RenderableType] = []
     for number, block in enumerate(blocks):
         if "code" in block:
-            parts.append(CodeLines(highlight.python(block["code"])))
+            parts.append(CodeLines(block["code"]))
         else:
             text = Text.assemble(*((text, style or "") for text, style in block["spans"]))
             parts.append(Hanging(block["prefix"], text) if block["prefix"] else text)
@@ -150,14 +150,19 @@ class Hanging:
 
 
 class CodeLines:
-    """Code line for line: no wrapping, cropping or tab expansion; the highlighting is kept.
+    """Code line for line: no wrapping, cropping or tab expansion; the styles are kept.
 
+    `code` is styled text, or Python source, highlighted only for a console that shows colour: the
+    tokenizer compiles its regexes the first time it runs, a cost a pipe or `--color never` need not pay.
     Console.print crops what is wider than the terminal unless told not to: `render.console()` tells it."""
 
-    def __init__(self, code: Text) -> None:
+    def __init__(self, code: Text | str) -> None:
         self.code = code
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for line in self.code.split("\n", allow_blank=True):
+        code = self.code
+        if isinstance(code, str):
+            code = highlight.python(code) if console.color_system and not console.no_color else Text(code)
+        for line in code.split("\n", allow_blank=True):
             yield from line.render(console)
             yield Segment.line()

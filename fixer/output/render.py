@@ -24,7 +24,7 @@ from fixer.explain.narrow import Answer, Certainty, certainty
 from fixer.explain.parse import Traceback
 from fixer.kb.index import Card, Outside
 from fixer.output import diff as unified
-from fixer.output import display, highlight, prose
+from fixer.output import display, prose
 from fixer.output.prose import CodeLines, Hanging
 from fixer.patching.needs import NEEDS
 
@@ -94,7 +94,7 @@ def _prose(markdown: str) -> Group:
 def _code(code: str, title: str) -> Group:
     """Highlighted in a terminal, plain elsewhere; either way each line is the entry's line."""
     code = code.rstrip("\n")
-    return Group(Text(f"{title}:", style="bold dim"), CodeLines(highlight.python(code)), Text())
+    return Group(Text(f"{title}:", style="bold dim"), CodeLines(code), Text())
 
 
 def _where(tb: Traceback) -> RenderableType | None:

@@ -4,6 +4,7 @@ changing a character of it."""
 from __future__ import annotations
 
 import json
+import re
 
 from rich.console import Console
 
@@ -73,3 +74,14 @@ def test_highlighting_styles_the_code_and_changes_no_character() -> None:
     styled = {code[span.start : span.end]: str(span.style) for span in text.spans}
     assert styled["def"] == "magenta" and styled["f"] == "green" and styled["self"] == "cyan"
     assert styled['"""doc"""'] == "green" and styled["1"] == "cyan" and styled["# note"] == "bright_black"
+
+
+def test_python_code_is_highlighted_for_a_colour_console_only() -> None:
+    code = "def f(x):\n    return x.cuda()  # moved"
+    for colour, escapes in (("truecolor", True), (None, False)):
+        console = Console(color_system=colour, force_terminal=colour is not None, width=80)
+        with console.capture() as captured:
+            console.print(prose.CodeLines(code), crop=False)
+        out = captured.get()
+        assert ("\x1b[" in out) is escapes
+        assert re.sub(r"\x1b\[[0-9;]*m", "", out) == code + "\n"
