@@ -1298,7 +1298,9 @@ function answer(data, matches, question, reply, fromText = false) {
       updated.push(match);
       continue;
     }
-    const score = Math.max(0, Math.min(100, match.score + points));
+    // As Match.moved: a cause whose reasons sum below zero moves from that sum, not from the floor.
+    const start = Math.min(match.score, match.reasons.reduce((sum, r) => sum + r.points, 0));
+    const score = Math.max(0, Math.min(100, start + points));
     updated.push({ ...match, score, reasons: [{ text: said, points }, ...match.reasons] });
   }
   return updated.sort(byRank);

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from fixer.diagnose.findings import OBSERVED_POINTS, RERANK_POINTS, Finding
 from fixer.explain.match import Match, Reason, ranked
 from fixer.kb.catalog import Catalog
@@ -33,9 +31,5 @@ def rerank(
             for finding in findings
             if match.id in finding.entries and points[finding.verdict]
         ]
-        if not reasons:
-            updated.append(match)
-            continue
-        score = max(0, min(100, match.score + sum(r.points for r in reasons)))
-        updated.append(replace(match, score=score, reasons=(*reasons, *match.reasons)))
+        updated.append(match.moved(reasons) if reasons else match)
     return ranked(updated)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -70,6 +70,14 @@ class Match:
     def entry(self) -> Entry:
         """The whole entry, read from its file on first need: a ranking alone shows only its card."""
         return self.card.entry
+
+    def moved(self, reasons: Sequence[Reason]) -> Match:
+        """The match with more reasons (an answer, a finding) and its score moved by their points. A score
+        stays within 0-100, but a cause whose reasons sum below zero, one the text argues against, moves
+        from that sum: what is said next must outweigh what ruled it out, not lift it from the floor."""
+        start = min(self.score, sum(r.points for r in self.reasons))
+        score = max(0, min(100, start + sum(r.points for r in reasons)))
+        return replace(self, score=score, reasons=(*reasons, *self.reasons))
 
 
 @dataclass(frozen=True)

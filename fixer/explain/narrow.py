@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from fixer.explain.match import Match, Reason, ranked
 from fixer.kb.index import Question
@@ -91,13 +91,7 @@ def answer(matches: Sequence[Match], given: Answer) -> list[Match]:
         if likely <= RULED_OUT and said_of(match, question):
             continue
         points = round(TEMPERATURE * math.log(likely / base))
-        if points:
-            match = replace(
-                match,
-                score=max(0, min(100, match.score + points)),
-                reasons=(Reason(f"{said}: {question.ask}", points), *match.reasons),
-            )
-        updated.append(match)
+        updated.append(match.moved([Reason(f"{said}: {question.ask}", points)]) if points else match)
     return ranked(updated)
 
 

@@ -124,7 +124,8 @@ def test_an_answer_moves_each_cause_by_the_log_of_how_much_likelier_it_makes_it(
             assert moved == match
             continue
         points = round(narrow.TEMPERATURE * math.log(said / question.base))
-        assert moved.score == max(0, min(100, match.score + points))
+        start = min(match.score, sum(r.points for r in match.reasons))  # below zero where the text argues against
+        assert moved.score == max(0, min(100, start + points))
         assert moved.reasons[0].text == f"you answered yes: {question.ask}" and moved.reasons[0].points == points
     reordered = answer(ranked, Answer(question, True))
     order = [(-m.score, -m.wording, -m.prevalence, m.id) for m in reordered]
@@ -155,6 +156,22 @@ def test_scores_stay_within_0_and_100(matcher: Matcher, catalog: Catalog, questi
     assert answer(var, Answer(questions["resumed"], True))[0].score == 100
     after = [answer(var, Answer(q, reply)) for q in questions.values() for reply in (True, False)]
     assert all(0 <= m.score <= 100 for matches in after for m in matches)
+
+
+def test_a_cause_the_text_argues_against_moves_from_its_reasons_not_from_the_floor(
+    matcher: Matcher, catalog: Catalog, questions
+):
+    """Two GPUs in the message argue against a legacy CPU type (-70). A yes to using one, which a search
+    of a large old project often finds somewhere, must outweigh that argument, not lift the cause from
+    the floor of 1 to a score above causes the message supports."""
+    two_gpus = matcher.explain(_example(catalog, BARE_TWO_GPUS)).matches
+    legacy = two_gpus[_position(two_gpus, "legacy-tensor-type-device")]
+    against = sum(r.points for r in legacy.reasons)
+    assert legacy.score == 1 and against < 0
+    after = answer(two_gpus, Answer(questions["legacy-tensor-type"], True))
+    moved = after[_position(after, "legacy-tensor-type-device")]
+    gained = moved.reasons[0].points
+    assert gained > -against / 2 and moved.score == max(0, against + gained) < after[0].score
 
 
 def test_dont_know_changes_nothing_and_is_not_asked_again(ranked, questions):
