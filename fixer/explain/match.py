@@ -127,27 +127,39 @@ class Matcher:
             evidence = extract(tb, read_code=self.read_code, read_files=self.read_files) if tb is not None else None
             matches = self.rank(evidence, top=top) if evidence is not None else []
         answers: tuple[Answer, ...] = ()
-        if evidence is not None and matches:
-            answers, matches = self._looked(matches, evidence)
+        if tb is not None and evidence is not None and matches:
+            answers, matches = self._looked(matches, evidence, tb)
         outside = self._outside_of(evidence.message) if evidence is not None and evidence.message else None
         return Explanation(tb, evidence, matches, reading.skipped, answers, tuple(self.index.facts), outside)
 
-    def _looked(self, matches: list[Match], evidence: Evidence) -> tuple[tuple[Answer, ...], list[Match]]:
+    def _looked(
+        self, matches: list[Match], evidence: Evidence, tb: Traceback
+    ) -> tuple[tuple[Answer, ...], list[Match]]:
         """The answers the traceback, the command and the project give, and the ranking they make: a
         question the user's run, code or traceback settles is not one to ask them. A ranking the text
         already settles is left as it is: code or flags that can do something do not outweigh a traceback
         that shows what it did."""
         from fixer.explain.narrow import Answer, answer, settled
-        from fixer.explain.project import in_command, in_traceback, sightings
+        from fixer.explain.project import absences, in_command, in_traceback, sightings
 
         if settled(matches):
             return (), matches
         facts = self.index.facts
         shown = in_traceback(evidence.messages, evidence.frame_lines, facts)
-        seen = sightings(self.project, facts) if self.project is not None else {}
+        seen: dict[str, str] = {}
+        lacking: dict[str, str] = {}
+        if self.project is not None:
+            read = sightings(self.project, facts)
+            seen = read.found
+            lacking = absences(read, facts, self.project, (f.path for f in tb.all_frames))
         seen = {**seen, **(in_command(self.command, facts) if self.command else {})}
         answers = tuple(Answer(q, True, shown[q.fact], from_text=True) for q in facts if q.fact in shown)
         answers += tuple(Answer(q, True, seen[q.fact]) for q in facts if q.fact in seen and q.fact not in shown)
+        answers += tuple(
+            Answer(q, False, lacking[q.fact], recall=q.absent)
+            for q in facts
+            if q.fact in lacking and q.fact not in shown and q.fact not in seen
+        )
         for given in answers:
             matches = answer(matches, given)
         return answers, matches

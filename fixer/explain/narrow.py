@@ -65,6 +65,10 @@ class Answer:
     reply: bool | None
     where: str | None = None
     from_text: bool = False  # read from the traceback itself, which the scores already weigh: moves nothing
+    # A no read from a project that does not show the fact: how likely it would have, had the fact held
+    # (the question's `absent`). Such a no is weighed for what it is, never rules a cause out, and leaves
+    # the question to ask. None for a reply that is what it says.
+    recall: float | None = None
 
 
 def said_of(match: Match, question: Question) -> bool:
@@ -83,16 +87,27 @@ def answer(matches: Sequence[Match], given: Answer) -> list[Match]:
     if given.reply is None or given.from_text:
         return list(matches)
     question, yes = given.question, given.reply
-    base = question.base if yes else 1 - question.base
-    said = f"yes, read from {given.where}" if given.where else f"you answered {'yes' if yes else 'no'}"
+    missed = 0.0 if given.recall is None else 1 - given.recall  # a yes the project could hide
+
+    def no(chance: float) -> float:
+        return 1 - chance + chance * missed
+
+    base = question.base if yes else no(question.base)
+    said = _said(given)
     updated = []
     for match in matches:
-        likely = chance(match, question) if yes else 1 - chance(match, question)
+        likely = chance(match, question) if yes else no(chance(match, question))
         if likely <= RULED_OUT and said_of(match, question):
             continue
         points = round(TEMPERATURE * math.log(likely / base))
         updated.append(match.moved([Reason(f"{said}: {question.ask}", points)]) if points else match)
     return ranked(updated)
+
+
+def _said(given: Answer) -> str:
+    if given.recall is not None:
+        return f"probably not: {given.where}"
+    return f"yes, read from {given.where}" if given.where else f"you answered {'yes' if given.reply else 'no'}"
 
 
 def settled(matches: Sequence[Match]) -> bool:
@@ -151,11 +166,11 @@ def next_question(
     be asked: what the lint uses to check that each cause can be reached."""
     if not matches:
         return None
-    done = {a.question.fact for a in answered}
+    done = {a.question.fact for a in answered if a.recall is None}
     leader = first(matches)
     best: tuple[float, Question] | None = None
     for question in questions:
-        if question.fact in done:
+        if question.fact in done or not question.asked:
             continue
         outcomes = [answer(matches, Answer(question, reply)) for reply in (True, False)]
         if not any(first(o) != leader or settled(o) for o in outcomes):

@@ -3,8 +3,11 @@
 A question such as "is the model a loaded `torch.export` program?" is one the user's own code often
 answers: a line calling `torch.export.load` says yes, with its file and line to show for it. fixer
 reads the project it runs in (the git work tree around the current directory), its Python files and
-notebooks, for the lines each question's `look` regexes describe. Only a yes is read this way: a call
-missing from the project can still be made by a library, so absence answers nothing.
+notebooks, for the lines each question's `look` regexes describe. A yes is read this way; a no only
+for the few facts the user's own code must show (a call to `torch.compile`, a process group), and only
+as a likely no: where the traceback ran the project's code and the whole project was read without a
+sighting. A call missing from the project can still be made by a library or a config, so the question
+is still asked.
 
 Only the code the run can execute counts: comments and string literals are not calls, a project's
 tests exercise paths its run need not take, and fixer's own tree names every cause's code on purpose.
@@ -23,7 +26,8 @@ import re
 import shlex
 import sys
 import tokenize
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from fixer.kb.index import Question
@@ -73,14 +77,23 @@ def launched() -> str:
     return shlex.join(getattr(sys, "orig_argv", sys.argv))
 
 
-def sightings(root: Path, questions: Sequence[Question]) -> dict[str, str]:
-    """Fact -> where the project shows a yes to it (`file:line: the line`), for the questions that say
-    what to look for; the first line found for each fact, in code, not in a comment or a string."""
+@dataclass(frozen=True)
+class Sightings:
+    found: dict[str, str]  # fact -> where the project shows a yes to it (`file:line: the line`)
+    files: int  # the files read
+    whole: bool  # every file of the project was read: what it lacks, it lacks
+
+
+def sightings(root: Path, questions: Sequence[Question]) -> Sightings:
+    """Where the project shows a yes to each question that says what to look for: the first line found
+    for each fact, in code, not in a comment or a string."""
     wanted = [q for q in questions if q.look]
     found: dict[str, str] = {}
+    files = 0
     for path in _sources(root):
-        if len(found) == len(wanted):
-            break
+        if files == MAX_FILES or len(found) == len(wanted):
+            return Sightings(found, files, whole=False)
+        files += 1
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -101,7 +114,31 @@ def sightings(root: Path, questions: Sequence[Question]) -> dict[str, str]:
                 shown = " ".join(line.split())[:80]
                 found[question.fact] = f"{path.relative_to(root).as_posix()}:{number}: {shown}"
                 break
-    return found
+    return Sightings(found, files, whole=True)
+
+
+def absences(seen: Sightings, questions: Sequence[Question], root: Path, paths: Iterable[str]) -> dict[str, str]:
+    """Fact -> why the project says no to it: for the questions whose fact the user's own code must show
+    (`absent`), where the whole project was read without a sighting and the traceback ran this project's
+    code, so that what it lacks is what the run lacked. A project fixer merely stands in, or one read in
+    part, says nothing by what it lacks."""
+    if not seen.whole or not _runs_here(root, paths):
+        return {}
+    said = f"nothing in the {seen.files} Python file{'' if seen.files == 1 else 's'} of this project shows it"
+    return {q.fact: said for q in questions if q.absent is not None and q.fact not in seen.found}
+
+
+def _runs_here(root: Path, paths: Iterable[str]) -> bool:
+    """Whether a frame names a file of the project that is on disk here."""
+    base = root.resolve()
+    for path in paths:
+        try:
+            file = Path(path).resolve()
+            if file.is_relative_to(base) and file.is_file():
+                return True
+        except (OSError, ValueError):  # a name too long for the system, or with a NUL byte
+            continue
+    return False
 
 
 def _prose(text: str) -> dict[int, list[tuple[int, int]]]:
@@ -149,7 +186,6 @@ def in_traceback(messages: Sequence[str], frames: Sequence[str], questions: Sequ
 
 def _sources(root: Path) -> Iterator[Path]:
     """The project's Python files and notebooks, in a stable order, skipping what is not the project's."""
-    count = 0
     for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = sorted(
             d
@@ -165,7 +201,4 @@ def _sources(root: Path) -> Iterator[Path]:
                     continue
             except OSError:
                 continue
-            count += 1
-            if count > MAX_FILES:
-                return
             yield path

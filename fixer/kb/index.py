@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fixer.kb.catalog import Catalog
     from fixer.kb.schema import Entry
 
-FORMAT = 13  # bump when the layout below changes
+FORMAT = 14  # bump when the layout below changes
 _T = TypeVar("_T")
 
 
@@ -55,6 +55,8 @@ class Question:
     command: tuple[Regex, ...] = ()
     shown: tuple[Regex, ...] = ()  # over the message lines
     frames: tuple[Regex, ...] = ()  # over the frame lines
+    absent: float | None = None  # how often `look` finds a yes that holds: a project without one is a soft no
+    asked: bool = True  # False: only the project is read for it (kb/facts/questions.yaml)
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,8 @@ def build(catalog: Catalog) -> Index:
             tuple(Regex.of(p, None) for p in f.command),
             tuple(Regex.of(p, None) for p in f.shown),
             tuple(Regex.of(p, None) for p in f.frames),
+            f.absent,
+            f.asked,
         )
         for f in catalog.facts.values()
     )
@@ -402,6 +406,8 @@ def _lines(index: Index) -> list[str]:
                 q.check,
                 q.base,
                 q.known,
+                q.absent,
+                q.asked,
                 *([r.to_json() for r in rs] for rs in (q.look, q.command, q.shown, q.frames)),
             ]
             for q in index.facts
@@ -447,15 +453,19 @@ def _opened(head: dict[str, Any], read: Callable[[int, int], bytes], size: int) 
         examples=Examples(**{**examples, "bearers": Groups(**examples["bearers"])}),
         arguments=tuple(Regex.from_json(r) for r in head["arguments"]),
         priors={m: {c: Prior(*p) for c, p in causes.items()} for m, causes in head["priors"].items()},
-        facts=tuple(
-            Question(fact, ask, check, base, known, *(tuple(map(Regex.from_json, rs)) for rs in regexes))
-            for fact, ask, check, base, known, *regexes in head["facts"]
-        ),
+        facts=tuple(_question(*row) for row in head["facts"]),
         problems=tuple(head["problems"]),
         drafts=tuple(head["drafts"]),
         outside=tuple(Outside(Regex.from_json(p), lib, w, tuple(v), r) for p, lib, w, v, r in head["outside"]),
         readings=_Readings(lambda: read(head["readings"], size), len(head["known"]["at"])),
     )
+
+
+def _question(
+    fact: str, ask: str, check: str, base: float, known: float, absent: float | None, asked: bool, *regexes: Any
+) -> Question:
+    look, command, shown, frames = (tuple(map(Regex.from_json, found)) for found in regexes)
+    return Question(fact, ask, check, base, known, look, command, shown, frames, absent, asked)
 
 
 class _Lazy(Sequence[_T]):

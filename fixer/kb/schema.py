@@ -188,6 +188,21 @@ class Fact(Strict):
         "with its file and line as the reason, and the question is not asked.",
     )
 
+    absent: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="For a fact the user's own code must show when it holds (a call to `torch.compile`, a "
+        "launcher): how often `look` finds it in a project whose run has it. A traceback whose frames are in "
+        "the project, read in full without a sighting, is then a no this uncertain, which never rules a cause "
+        "out; the question may still be asked.",
+    )
+    asked: bool = Field(
+        default=True,
+        description="False for a fact only the user's project is read for, one a person is asked about in "
+        "other words (whether the run is several processes, not whether the code sets them up): asking it too "
+        "would spend a question.",
+    )
     command: list[str] = Field(
         default_factory=list,
         description="Regexes over the command that started the run (`fixer run`'s, or the process's own under "
@@ -210,6 +225,14 @@ class Fact(Strict):
         for pattern in patterns:
             _compiles(pattern)
         return patterns
+
+    @model_validator(mode="after")
+    def _looks_where_it_must(self) -> Fact:
+        if self.absent is not None and not self.look:
+            raise ValueError("`absent` says how often `look` finds the fact: give `look` too")
+        if not self.asked and not self.look:
+            raise ValueError("a fact that is not asked is read from the project: give `look`")
+        return self
 
 
 class SourceMessage(Strict):

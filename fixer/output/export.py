@@ -510,6 +510,7 @@ def matcher_data(catalog: Catalog, urls: Mapping[str, str] | None = None) -> dic
                 "frames": [to_js(r.pattern) for r in q.frames],
             }
             for q in matcher.index.facts
+            if q.asked  # the paste box reads no project, which is all a fact not asked is for
         ],
         "torch_subpackages": sorted(_libraries._TORCH_SUBPACKAGES),
         "patterns": patterns(),

@@ -202,6 +202,7 @@ def answered(answers: Sequence[Answer]) -> Text:
     lines = Text()
     for given in (a for a in answers if not a.from_text):  # what the traceback shows, it already shows
         reply = "don't know" if given.reply is None else "yes" if given.reply else "no"
+        reply = "probably not" if given.recall is not None else reply
         lines.append(f"  {reply}", style="bold")
         lines.append(f" ({given.where})" if given.where else "", style="dim")
         lines.append(f": {given.question.ask}\n")

@@ -106,6 +106,8 @@ class AnswerOut:
     reply: bool | None  # null: "don't know"
     where: str | None = None  # file:line and the line, the command, or the traceback, when one of them answered
     from_text: bool = False  # the traceback itself answered: the ranking already weighed it, so it moved nothing
+    # a no read from a project that does not show the fact: how likely the project would have shown it
+    recall: float | None = None
 
 
 @dataclass(kw_only=True, eq=False, repr=False)
@@ -227,7 +229,12 @@ def explain_out(
         uncertain=uncertain_out(known, ranking or matches) if known and not known.confident else None,
         answers=[
             AnswerOut(
-                fact=a.question.fact, question=a.question.ask, reply=a.reply, where=a.where, from_text=a.from_text
+                fact=a.question.fact,
+                question=a.question.ask,
+                reply=a.reply,
+                where=a.where,
+                from_text=a.from_text,
+                recall=a.recall,
             )
             for a in answers
         ],

@@ -143,6 +143,25 @@ def test_an_answer_against_what_a_cause_cannot_be_without_rules_it_out(ranked, q
     assert kept[0].id == RESUME  # a yes to what only it says puts it first
 
 
+def test_a_no_read_from_what_a_project_lacks_weighs_less_and_rules_nothing_out(ranked, questions):
+    """A project without a resume in its code says "probably not": the cause that must have resumed
+    loses points, fewer than a person's no takes, and stays in the race for the question to settle."""
+    resumed = replace(questions["resumed"], absent=0.6)
+    soft = answer(ranked, Answer(resumed, False, "nothing in the 3 Python files of this project shows it", recall=0.6))
+    hard = answer(ranked, Answer(resumed, False))
+    assert RESUME in {m.id for m in soft} and RESUME not in {m.id for m in hard}
+    before, after = ranked[_position(ranked, RESUME)], soft[_position(soft, RESUME)]
+    missed = 1 - 0.6
+    always = CHANCES["always"]
+    points = round(
+        narrow.TEMPERATURE * math.log((1 - always + always * missed) / (1 - resumed.base + resumed.base * missed))
+    )
+    assert after.reasons[0].points == points < 0 and after.score == max(0, before.score + points)
+    assert after.reasons[0].text.startswith("probably not: nothing in the 3 Python files")
+    spared = Answer(resumed, False, "nothing", recall=0.6)
+    assert next_question(ranked, [resumed], [spared], worth=0) == resumed  # still the person's to answer
+
+
 def test_a_base_rate_below_the_rule_out_line_rules_out_nothing(ranked, questions):
     """A cause that says nothing of a rare fact keeps its place after a yes to it: only what a cause says
     of itself can rule it out."""

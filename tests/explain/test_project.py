@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fixer.explain.match import Matcher
+from fixer.explain.match import Explanation, Matcher
 from fixer.explain.narrow import MARGIN, answer, interview, next_question, settled
 from fixer.explain.project import MAX_BYTES, current, root_of, sightings
 from fixer.kb.catalog import Catalog
@@ -66,7 +66,7 @@ def test_the_project_is_the_git_work_tree_around_the_directory(tmp_path: Path, m
 
 def test_a_call_in_the_project_answers_yes_with_its_file_and_line(tmp_path: Path, matcher: Matcher):
     root = _project(tmp_path, {"notes.txt": "torch.export.load(", "src/serve.py": SERVE})
-    seen = sightings(root, matcher.index.facts)
+    seen = sightings(root, matcher.index.facts).found
     assert seen["captured-program"] == 'src/serve.py:3: program = torch.export.load("detector.pt2")'
     assert "device-map" not in seen  # absence answers nothing
 
@@ -87,7 +87,7 @@ def test_installed_packages_tests_prose_and_huge_files_are_not_the_project(tmp_p
             "settings.py": "device_map = {'': 0}  # an assignment, not the keyword\n",
         },
     )
-    assert sightings(root, matcher.index.facts) == {}
+    assert sightings(root, matcher.index.facts).found == {}
 
 
 def test_fixers_own_tree_is_no_users_project(monkeypatch: pytest.MonkeyPatch):
@@ -126,6 +126,56 @@ def test_the_command_that_started_the_run_answers_too(catalog: Catalog):
     spread = Matcher(catalog, command="torchrun --nproc_per_node=4 train.py resume=false").explain(bare)
     assert [a.question.fact for a in spread.answers if not a.from_text] == ["multi-process"]
     assert all(a.from_text for a in Matcher(catalog, command="python train.py").explain(bare).answers)
+
+
+# A real traceback (hardcoded-device-ordinal's first KB example): its script sets a GPU number and moves
+# the model there; nothing in it starts several processes.
+TEACHER = "import torch\n" + "\n" * 58 + 'device = torch.device("cuda:1")\nmodel = _Teacher(patch_size).to(device)\n'
+
+
+def test_a_project_without_distributed_code_argues_against_more_ranks_than_gpus(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+):
+    """The whole project, whose file the traceback ran, shows no process group: more processes than GPUs
+    is then less likely, never ruled out, and the person can still be asked how the run was started."""
+    traceback = next(e for e in catalog.get("hardcoded-device-ordinal").examples if "teacher_train" in e.traceback)  # type: ignore[union-attr]
+    root = _project(tmp_path, {"teacher_train.py": TEACHER})
+    monkeypatch.chdir(root)  # the frame names teacher_train.py relative to where the script ran
+    text_only = {m.id: m for m in Matcher(catalog).explain(traceback.traceback).matches}
+    inside = Matcher(catalog, project=root).explain(traceback.traceback)
+    soft = {a.question.fact: a for a in inside.answers if a.recall is not None}
+    assert soft["distributed-code"].reply is False
+    assert soft["distributed-code"].where == "nothing in the 1 Python file of this project shows it"
+    ranked = {m.id: m for m in inside.matches}
+    lowered = ranked["more-ranks-than-gpus"]
+    assert lowered.reasons[0].text.startswith("probably not: nothing in the 1 Python file")
+    assert text_only["more-ranks-than-gpus"].score - 15 < lowered.score < text_only["more-ranks-than-gpus"].score
+    assert inside.matches[0].id == "hardcoded-device-ordinal"
+    assert _next_fact(inside) != "distributed-code"  # read from the code, never asked
+
+    ddp = _project(tmp_path / "ddp", {"teacher_train.py": TEACHER + "torch.distributed.init_process_group('nccl')\n"})
+    monkeypatch.chdir(ddp)
+    seen = Matcher(catalog, project=ddp).explain(traceback.traceback)
+    assert [a.reply for a in seen.answers if a.question.fact == "distributed-code"] == [True]
+    monkeypatch.chdir(tmp_path)  # the traceback's file is not here: the project is not the run's
+    elsewhere = Matcher(catalog, project=root).explain(traceback.traceback)
+    assert not any(a.recall is not None for a in elsewhere.answers)
+
+
+def _next_fact(result: Explanation) -> str | None:
+    question = next_question(result.matches, result.questions, result.answers, worth=0)
+    return question.fact if question else None
+
+
+def test_a_project_read_in_part_says_nothing_by_what_it_lacks(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+):
+    traceback = next(e for e in catalog.get("hardcoded-device-ordinal").examples if "teacher_train" in e.traceback)  # type: ignore[union-attr]
+    root = _project(tmp_path, {"teacher_train.py": TEACHER, **{f"pkg/m{n}.py": "x = 1\n" for n in range(3)}})
+    monkeypatch.chdir(root)
+    monkeypatch.setattr("fixer.explain.project.MAX_FILES", 2)
+    result = Matcher(catalog, project=root).explain(traceback.traceback)
+    assert not any(a.recall is not None for a in result.answers)
 
 
 def test_what_the_traceback_shows_is_not_asked_and_moves_nothing(catalog: Catalog):
@@ -177,6 +227,7 @@ def test_an_answer_given_up_front_moves_the_ranking_as_json_said_it_would(tmp_pa
             "reply": reply == "yes",
             "where": None,
             "from_text": False,
+            "recall": None,
         }
     ]
 
