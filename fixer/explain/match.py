@@ -155,10 +155,12 @@ class Matcher:
         seen = {**seen, **(in_command(self.command, facts) if self.command else {})}
         answers = tuple(Answer(q, True, shown[q.fact], from_text=True) for q in facts if q.fact in shown)
         answers += tuple(Answer(q, True, seen[q.fact]) for q in facts if q.fact in seen and q.fact not in shown)
+        # What the project lacks is said only of a fact some candidate speaks of: about the rest it moves nothing.
+        spoken = {fact for m in matches for fact, _ in m.card.facts}
         answers += tuple(
             Answer(q, False, lacking[q.fact], recall=q.absent)
             for q in facts
-            if q.fact in lacking and q.fact not in shown and q.fact not in seen
+            if q.fact in lacking and q.fact in spoken and q.fact not in shown and q.fact not in seen
         )
         for given in answers:
             matches = answer(matches, given)
