@@ -222,3 +222,23 @@ def test_the_same_words_about_another_object_are_no_confident_answer(matcher):
         "AttributeError: 'str' object has no attribute 'type'\n"
     )
     assert first(matcher.explain(paste).matches) is None
+
+
+# https://github.com/yashbhalgat/HashNeRF-pytorch/issues/41 (benchmarks/interview/tune.yaml): the failing line
+# multiplies ray directions by a camera matrix the code built on the CPU; no layer is involved.
+HASHNERF = """\
+  File "/home/shuow/HashNeRF-pytorch/ray_utils.py", line 46, in get_rays
+    rays_d = directions @ c2w[:3, :3].T # (H, W, 3)
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! \
+(when checking argument for argument mat2 in method wrapper_CUDA_mm)
+"""
+
+
+def test_a_product_of_the_code_s_own_tensors_is_not_read_as_a_layer_weight(matcher):
+    """The wording names mat2, a Linear layer's weight when a layer fails; here the failing line multiplies
+    two local tensors, so "the model was not moved" is no longer the confident answer it was."""
+    result = matcher.explain(HASHNERF)
+    by_id = {m.id: m for m in result.matches}
+    assert any(r.points < 0 and "multiplies tensors of its own" in r.text for r in by_id["model-not-moved"].reasons)
+    known = certainty(result.matches, result.questions, result.answers)
+    assert known is not None and not known.confident

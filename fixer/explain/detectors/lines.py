@@ -367,6 +367,38 @@ def map_location_to_gpu_n_on_line(line: Line) -> bool:
 _INDEXING_CALL = re.compile(r"\.(?:" + "|".join(sorted(_INDEXING, key=len, reverse=True)) + r")\(")
 
 
+_PRODUCTS = frozenset({"matmul", "mm", "bmm", "einsum"})
+_WEIGHT_NAMES = re.compile(rf"(?i){_MODEL_WORDS.pattern}|w\d*|weights?\w*|kernel\w*|params?|parameters")
+
+
+@detector(
+    "failing-line-multiplies-tensors",
+    reads="failing lines",
+    finds="the line that failed multiplies tensors of its own (`a @ b`, torch.matmul), none a module's attribute",
+)
+def failing_line_multiplies_tensors(code: Code) -> Iterator[str]:
+    """Where the innermost printed line is user or library code that multiplies local tensors, `mat2` is
+    the right-hand one of them, not the weight of a layer the message's wording suggests. An operand
+    read from `self`, or named as a model or its weights (`x @ model`, `x @ W`), may be just that, and
+    says nothing either way."""
+    line = code.lines[0] if code.lines else None
+    if line is None or code.cut or not (line.user or line.third_party) or line.tree is None:
+        return
+    operands: list[ast.expr] = []
+    for node in ast.walk(line.tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            operands += [node.left, node.right]
+        elif isinstance(node, ast.Call) and _last(_callee(node)) in _PRODUCTS:
+            func = node.func
+            receiver = (
+                [func.value] if isinstance(func, ast.Attribute) and _callee(node).split(".")[0] != "torch" else []
+            )
+            operands += [*receiver, *node.args]
+    roots = [syntax.root_name(operand) for operand in operands if not isinstance(operand, ast.Constant)]
+    if roots and all(root is not None and root != "self" and not _WEIGHT_NAMES.fullmatch(root) for root in roots):
+        yield _said(line)
+
+
 @_line_detector(
     "indexing-op-on-line",
     finds="a printed line calls an explicit indexing op (gather, index_select, scatter, take)",

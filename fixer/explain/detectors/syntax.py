@@ -43,6 +43,20 @@ def dotted(node: ast.expr) -> str | None:
     return None
 
 
+def root_name(node: ast.expr) -> str | None:
+    """The name an expression reads from: `c2w` for `c2w[:3, :3].T`, `self` for `self.w.t()`; None for
+    a literal, or a call of anything but a method of such a value."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute | ast.Subscript | ast.Starred):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None
+
+
 def aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> what it stands for: `torch`, `torch.nn`, `torch.nn.functional`, or a class or
     function imported from them (`from torch.nn import Linear` -> `torch.nn.Linear`)."""
