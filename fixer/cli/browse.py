@@ -25,10 +25,12 @@ def show(entry_id: str, *, as_json: bool, color: ColorChoice = "auto") -> int:
 
 
 def questions(*, as_json: bool, color: ColorChoice = "auto") -> int:
-    """The questions by fact, as `--answer FACT=yes` names them."""
+    """The questions by fact, as `--answer FACT=yes` names them; one fixer never asks (`asked: false`,
+    read from the project only) is listed too, and said to be, since `--answer` still takes it."""
     facts = sorted(catalog().facts.values(), key=lambda f: f.id)
     if as_json:
-        print(json.dumps([{"fact": f.id, "question": f.ask, "check": f.check} for f in facts], indent=2))
+        listed = [{"fact": f.id, "question": f.ask, "check": f.check, "asked": f.asked} for f in facts]
+        print(json.dumps(listed, indent=2))
         return OK
     from fixer.output import render
 

@@ -379,6 +379,7 @@ def question_list(facts: Sequence[Fact]) -> Text:
     lines = Text()
     for fact in facts:
         lines.append(fact.id, style="bold")
+        lines.append("" if fact.asked else " (read from your project, never asked)", style="dim")
         lines.append(f"\n  {fact.ask}\n")
         lines.append(f"  how to find out: {fact.check}\n", style="dim")
     lines.rstrip()

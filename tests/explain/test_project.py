@@ -271,3 +271,4 @@ def test_fixer_questions_lists_every_fact_an_entry_speaks_of(catalog: Catalog, t
     listed = {q["fact"]: q for q in json.loads(done.stdout)}
     assert {fact for entry in catalog for fact in entry.facts} <= listed.keys()
     assert all(q["question"].endswith("?") and q["check"] for q in listed.values())
+    assert [fact for fact, q in listed.items() if not q["asked"]] == ["distributed-code"]
