@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fixer.cli.common import CliError
-from fixer.cli.parser import COMMANDS, build_parser, chosen
+from fixer.cli.parser import _GLOBAL_VALUES, COMMANDS, build_parser, chosen
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,11 @@ def test_each_command_has_its_own_help_when_chosen(name: str, capsys: pytest.Cap
     with pytest.raises(SystemExit):
         build_parser(name).parse_args([name, "--help"])
     assert f"usage: fixer {name} " in capsys.readouterr().out
+
+
+def test_chosen_skips_the_value_of_every_global_option_that_takes_one() -> None:
+    """`chosen` names them by hand, to find the command before any parser is built: a global option added
+    with a value would otherwise be read as the command."""
+    parser = build_parser()
+    taking = {name for action in parser._actions for name in action.option_strings if action.nargs != 0}
+    assert {name for name in taking if name.startswith("--")} == set(_GLOBAL_VALUES)

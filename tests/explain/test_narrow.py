@@ -162,6 +162,12 @@ def test_a_no_read_from_what_a_project_lacks_weighs_less_and_rules_nothing_out(r
     assert next_question(ranked, [resumed], [spared], worth=0) == resumed  # still the person's to answer
 
 
+def test_a_fact_read_from_the_project_only_is_never_asked(ranked, questions):
+    resumed = questions["resumed"]
+    assert next_question(ranked, [resumed], worth=0) == resumed  # a yes would put its cause first
+    assert next_question(ranked, [replace(resumed, asked=False)], worth=0) is None
+
+
 def test_a_base_rate_below_the_rule_out_line_rules_out_nothing(ranked, questions):
     """A cause that says nothing of a rare fact keeps its place after a yes to it: only what a cause says
     of itself can rule it out."""
